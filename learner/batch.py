@@ -1,0 +1,115 @@
+"""Collation: a step's samples -> per-rank lists of padded micro-batches (numpy, for Ray).
+
+Balancing and padding: samples are sorted by length (longest first) and dealt to the ranks in
+snake order (0, 1, ..., N-1, N-1, ..., 0), so ranks get similar token counts; each rank's
+micro-batches then hold neighbours in length, which cuts padding. `padding_stats` reports
+the padded fraction of the batch with this order and with the original order, so the saving is
+measured, not assumed.
+
+The loss normalisers (`num_seqs`, `num_tokens`) are those of the whole step's batch and travel
+with every rank's share: the update then does not depend on how the batch is split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TrainSample:
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    # Behaviour-policy logprob of each completion token (the engine's); None = not known, the
+    # learner's own logprobs stand in (valid on-policy only: injected oracle samples, SFT).
+    logprobs_old: list[float] | None
+    advantage: float
+
+
+@dataclass
+class MicroBatch:
+    input_ids: np.ndarray  # [b, L] int64, prompt + completion, right-padded
+    attention_mask: np.ndarray  # [b, L] int64
+    prompt_lens: np.ndarray  # [b] int64
+    completion_mask: np.ndarray  # [b, T] float32, 1 = completion token
+    logprobs_old: np.ndarray  # [b, T] float32; NaN where the learner's own logprobs stand in
+    advantages: np.ndarray  # [b] float32
+
+    @property
+    def num_sequences(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+@dataclass
+class RankBatch:
+    micro_batches: list[MicroBatch]
+    num_seqs: float  # sequences with >= 1 completion token in the whole step (all ranks)
+    num_tokens: float  # completion tokens in the whole step (all ranks)
+
+
+def collate(samples: Sequence[TrainSample], pad_id: int) -> MicroBatch:
+    lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in samples]
+    width, comp_width = max(lengths), max(1, max(len(s.completion_ids) for s in samples))
+    b = len(samples)
+    input_ids = np.full((b, width), pad_id, dtype=np.int64)
+    attention = np.zeros((b, width), dtype=np.int64)
+    mask = np.zeros((b, comp_width), dtype=np.float32)
+    old = np.full((b, comp_width), np.nan, dtype=np.float32)
+    for i, s in enumerate(samples):
+        seq = s.prompt_ids + s.completion_ids
+        input_ids[i, : len(seq)] = seq
+        attention[i, : len(seq)] = 1
+        mask[i, : len(s.completion_ids)] = 1.0
+        if s.logprobs_old is not None:
+            if len(s.logprobs_old) != len(s.completion_ids):
+                raise ValueError(f"sample {i}: {len(s.logprobs_old)} logprobs for {len(s.completion_ids)} tokens")
+            old[i, : len(s.completion_ids)] = s.logprobs_old
+    return MicroBatch(
+        input_ids=input_ids, attention_mask=attention,
+        prompt_lens=np.array([len(s.prompt_ids) for s in samples], dtype=np.int64),
+        completion_mask=mask, logprobs_old=old,
+        advantages=np.array([s.advantage for s in samples], dtype=np.float32),
+    )
+
+
+def snake_order(lengths: Sequence[int], num_ranks: int) -> list[list[int]]:
+    """Indices per rank: longest first, dealt 0..N-1 then N-1..0, each rank longest first."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    ranks: list[list[int]] = [[] for _ in range(num_ranks)]
+    for pos, idx in enumerate(order):
+        lap, k = divmod(pos, num_ranks)
+        ranks[k if lap % 2 == 0 else num_ranks - 1 - k].append(idx)
+    return ranks
+
+
+def shard(samples: Sequence[TrainSample], num_ranks: int, micro_batch_size: int, pad_id: int) -> list[RankBatch]:
+    """Split a step's samples over ranks into equal numbers of micro-batches."""
+    if len(samples) % (num_ranks * micro_batch_size):
+        raise ValueError(
+            f"{len(samples)} samples do not split into {num_ranks} ranks x micro-batches of {micro_batch_size}")
+    lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in samples]
+    num_tokens = float(sum(len(s.completion_ids) for s in samples))
+    num_seqs = float(sum(1 for s in samples if s.completion_ids))
+    batches = []
+    for idx in snake_order(lengths, num_ranks):
+        micro = [collate([samples[i] for i in idx[j : j + micro_batch_size]], pad_id)
+                 for j in range(0, len(idx), micro_batch_size)]
+        batches.append(RankBatch(micro, num_seqs=num_seqs, num_tokens=num_tokens))
+    return batches
+
+
+def padding_stats(samples: Sequence[TrainSample], num_ranks: int, micro_batch_size: int) -> dict[str, float]:
+    """Padded fraction of the token slots with the length-sorted order vs the original order."""
+    lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in samples]
+    real = float(sum(lengths))
+
+    def padded(groups: list[list[int]]) -> float:
+        slots = sum(len(g) * max(lengths[i] for i in g) for g in groups if g)
+        return 1.0 - real / slots if slots else 0.0
+
+    naive = [list(range(j, min(j + micro_batch_size, len(lengths)))) for j in range(0, len(lengths), micro_batch_size)]
+    sorted_groups = [r[j : j + micro_batch_size] for r in snake_order(lengths, num_ranks)
+                     for j in range(0, len(r), micro_batch_size)]
+    return {"pad_frac": padded(sorted_groups), "pad_frac_unsorted": padded(naive)}

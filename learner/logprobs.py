@@ -1,0 +1,87 @@
+"""Per-token logprobs of completion tokens, without the full [tokens, vocab] float32 logits.
+
+A causal LM's logits tensor is the largest activation in RL training (B x T x V floats: for a
+16 x 2048 batch and a 128k vocabulary, 16 GiB in float32). Here only completion positions are
+projected, in chunks of `chunk_tokens` positions, each chunk under activation checkpointing:
+the backward pass recomputes one chunk's logits at a time instead of keeping all of them.
+The LM head is called as a module (not through its `.weight`) so that ZeRO-3's parameter
+gathering hooks run.
+
+Logprobs are taken at the sampling temperature (logits / T), matching the engine's
+`processed_logprobs`, so the GRPO ratio compares like with like.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+def _chunk_logprobs(
+    lm_head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = lm_head(hidden).float() / temperature  # [B, t, V], one chunk only
+    logz = torch.logsumexp(logits, dim=-1)  # [B, t]
+    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # [B, t]
+    if with_entropy:
+        with torch.no_grad():
+            probs = torch.softmax(logits, dim=-1)
+            entropy = logz - (probs * logits).sum(dim=-1)
+    else:
+        entropy = torch.zeros_like(logz)
+    return picked - logz, entropy
+
+
+def completion_logprobs(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    prompt_lens: torch.Tensor,
+    completion_len: int,
+    *,
+    temperature: float = 1.0,
+    chunk_tokens: int = 1024,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logprobs of each row's completion tokens under `model`.
+
+    input_ids, attention_mask: [B, L], each row = prompt + completion, right-padded.
+    prompt_lens: [B] (long). completion_len: T, the width of the output.
+    Returns (logprobs [B, T], entropy [B, T]); positions past a row's completion hold garbage
+    that the caller's mask removes (they point at padding).
+    """
+    decoder = model.get_decoder()
+    lm_head = model.get_output_embeddings()
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [B, L, H]
+    seq_len = input_ids.shape[1]
+    steps = torch.arange(completion_len, device=input_ids.device)  # [T]
+    # Token j of the completion sits at prompt_len + j and is predicted from the position before.
+    target_pos = (prompt_lens[:, None] + steps[None, :]).clamp(max=seq_len - 1)  # [B, T]
+    source_pos = target_pos - 1
+    targets = input_ids.gather(1, target_pos)  # [B, T]
+    picked_hidden = hidden.gather(1, source_pos.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))  # [B, T, H]
+
+    outs, ents = [], []
+    for start in range(0, completion_len, chunk_tokens):
+        h = picked_hidden[:, start : start + chunk_tokens]
+        y = targets[:, start : start + chunk_tokens]
+        if torch.is_grad_enabled():
+            lp, ent = checkpoint(_chunk_logprobs, lm_head, h, y, temperature, with_entropy, use_reentrant=False)
+        else:
+            lp, ent = _chunk_logprobs(lm_head, h, y, temperature, with_entropy)
+        outs.append(lp)
+        ents.append(ent)
+    return torch.cat(outs, dim=1), torch.cat(ents, dim=1)
+
+
+def sequence_logprobs_reference(
+    model: torch.nn.Module, input_ids: torch.Tensor, prompt_lens: torch.Tensor, completion_len: int, temperature: float = 1.0
+) -> torch.Tensor:
+    """The naive full-logits computation, kept as the test oracle and the benchmark baseline."""
+    logits = model(input_ids=input_ids).logits.float() / temperature  # [B, L, V]
+    logp = torch.log_softmax(logits[:, :-1], dim=-1)
+    tokens = input_ids[:, 1:]
+    all_lp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # [B, L-1]
+    steps = torch.arange(completion_len, device=input_ids.device)
+    pos = (prompt_lens[:, None] - 1 + steps[None, :]).clamp(max=all_lp.shape[1] - 1)
+    return all_lp.gather(1, pos)
