@@ -17,7 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+# 2: appended the nullable provenance fields problem_source, linked_issues, pr_number, created_at.
+SCHEMA_VERSION = 2
 
 # One file: its repository-relative path and its full text. Lists of these keep file order
 # (the order the prompt shows them in), which a map type would not guarantee.
@@ -48,6 +49,17 @@ INSTANCE_SCHEMA = pa.schema(
         pa.field("code_context", pa.list_(FILE_STRUCT), nullable=False),
         # The changed files after the oracle patch; a deleted file has content "".
         pa.field("oracle_new_content", pa.list_(FILE_STRUCT), nullable=False),
+        # Appended in version 2 (nullable, so producers that predate them stay valid):
+        # Where problem_statement came from: "issue" (the linked issues' text from an issue
+        # dump), "pr" (the PR's own title and description: no issue text was at hand) or
+        # "swebench" (the problem_statement of a SWE-bench-format file).
+        pa.field("problem_source", pa.string(), nullable=True),
+        # Issue numbers the PR says it fixes ("fixes #N", "closes #N", "resolves #N").
+        pa.field("linked_issues", pa.list_(pa.int64()), nullable=True),
+        # The pull request's number in its repository.
+        pa.field("pr_number", pa.int64(), nullable=True),
+        # When the PR was merged (the merge commit's committer date), ISO 8601 in UTC.
+        pa.field("created_at", pa.string(), nullable=True),
     ],
     metadata={"swe_rl.schema_version": str(SCHEMA_VERSION)},
 )
@@ -81,6 +93,12 @@ def validate_instance(row: Mapping[str, Any], where: str = "instance") -> None:
             raise SchemaError(f"{where}: field {field.name!r} is missing")
         if pa.types.is_string(field.type) and not isinstance(value, str):
             raise SchemaError(f"{where}: field {field.name!r} must be a string, got {type(value).__name__}")
+        if pa.types.is_integer(field.type) and (isinstance(value, bool) or not isinstance(value, int)):
+            raise SchemaError(f"{where}: field {field.name!r} must be an integer, got {type(value).__name__}")
+        if pa.types.is_list(field.type) and pa.types.is_integer(field.type.value_type):
+            if not (isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+                raise SchemaError(f"{where}: field {field.name!r} must be a list of integers")
+            continue
         if pa.types.is_list(field.type):
             if not isinstance(value, list):
                 raise SchemaError(f"{where}: field {field.name!r} must be a list of {{path, content}}")

@@ -1,0 +1,72 @@
+"""Run mining chunks in-process or as Ray tasks, yielding results in submission order.
+
+A chunk is a run of consecutive PRs on the first-parent history (a commit range) or of
+consecutive SWE-bench rows; one Ray task mines one chunk with its own git processes. Results
+come back in chunk order whatever order the tasks finish in, so the duplicate rule (decided
+by the driver, first kept wins) and the shard contents are the same as in-process. At most
+`2 x workers` chunks are in flight, so memory stays bounded on any history length.
+
+On a cluster every node needs the project installed and the clone at the same path
+(a shared file system, or the clone copied to each node).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import islice
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def map_in_process(fn: Callable[..., list[R]], chunks: Iterable[Any], *args: Any) -> Iterator[R]:
+    """fn(chunk, *args) for each chunk, here; results flattened in order."""
+    for chunk in chunks:
+        yield from fn(chunk, *args)
+
+
+def map_on_ray(fn: Callable[..., list[R]], chunks: Iterable[Any], *args: Any, workers: int) -> Iterator[R]:
+    """fn(chunk, *args) for each chunk as Ray tasks (1 CPU each); results flattened in order."""
+    import ray
+
+    remote_fn = ray.remote(num_cpus=1)(fn)
+    shared = [ray.put(a) for a in args]  # shipped once, not once per task
+    window: deque[Any] = deque()
+    for chunk in chunks:
+        window.append(remote_fn.remote(chunk, *shared))
+        if len(window) >= 2 * workers:
+            yield from ray.get(window.popleft())
+    while window:
+        yield from ray.get(window.popleft())
+
+
+@contextmanager
+def ray_session(address: str, workers: int) -> Iterator[int]:
+    """Connect to `address`, or start a local Ray of `workers` CPUs bound to 127.0.0.1.
+
+    Yields the number of CPUs the tasks can use. Always disconnects on exit.
+    """
+    import ray
+
+    if address:
+        ray.init(address=address, logging_level="warning", log_to_driver=False)
+    else:
+        # Keeps every socket of a local cluster on 127.0.0.1 (see DESIGN.md); a real cluster
+        # is joined by address instead and must not have this variable.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        ray.init(address="local", num_cpus=workers, include_dashboard=False,
+                 logging_level="warning", log_to_driver=False)
+    try:
+        yield max(int(ray.cluster_resources().get("CPU", 1)), 1)
+    finally:
+        ray.shutdown()
