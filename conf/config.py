@@ -66,8 +66,8 @@ class RolloutConfig:
     max_new_tokens: int = 512
     # Context length of the engine (prompt + completion).
     max_model_len: int = 4096
-    # KV cache size in GiB (vLLM-CPU's VLLM_CPU_KVCACHE_SPACE); ignored on GPU.
-    kv_cache_gib: float = 1.0
+    # KV cache size in whole GiB (vLLM-CPU's VLLM_CPU_KVCACHE_SPACE takes an integer); ignored on GPU.
+    kv_cache_gib: int = 1
     # Fraction of GPU memory vLLM may use (GPU only).
     gpu_memory_utilization: float = 0.5
     # Samples per group replaced by the instance's oracle answer (0 = pure on-policy GRPO, as in
@@ -146,6 +146,8 @@ class TrainerConfig:
     max_staleness: int = 1
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
+    # Weight-sync bucket size in MiB: one broadcast per bucket (larger = fewer calls, more memory).
+    sync_bucket_mb: int = 64
     # Seconds any one phase (generate, reward, train, sync) may take before the run stops
     # with an error naming the phase and the actor.
     phase_timeout_s: float = 1800.0
@@ -169,12 +171,19 @@ class TrainConfig:
     seed: int = 0
     # Samples per prompt (the GRPO group); the paper uses 16.
     group_size: int = 16
+    # The policy model (shared by the engines and the learner).
     model: ModelConfig = field(default_factory=ModelConfig)
+    # Instances and prompts.
     data: DataConfig = field(default_factory=DataConfig)
+    # Rollout actors (vLLM engines) and sampling.
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    # Reward actors.
     reward: RewardConfig = field(default_factory=RewardConfig)
+    # DeepSpeed learner group and the GRPO objective.
     learner: LearnerConfig = field(default_factory=LearnerConfig)
+    # The step loop.
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    # Which Ray cluster to use.
     ray: RayConfig = field(default_factory=RayConfig)
 
 

@@ -1,0 +1,163 @@
+"""The training loader: Parquet shards -> prompts, in a deterministic shuffled order with a cursor.
+
+Order: epoch e visits the shards in a permutation drawn from (seed, e), and each shard's rows in
+a permutation drawn from (seed, e, shard); only one shard is in memory at a time, so datasets
+larger than memory stream. The cursor is (epoch, position in that epoch's order): the trainer's
+checkpoint stores it, and a loader restored from it yields exactly the instances an
+uninterrupted loader would have yielded next: no prompt skipped, none repeated.
+
+Split: an instance is held out when a hash of its instance_id falls below heldout_fraction, a
+rule that does not depend on order, shard layout or seed. Prompts over max_prompt_tokens are
+skipped (and counted) when reached; skipping is deterministic, so it does not disturb the cursor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from data.prompt import build_messages, encode_prompt
+from data.schema import validate_instance
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    instance_id: str
+    prompt_ids: list[int]
+    instance: dict[str, Any]  # the full row (code context and oracle content for the reward)
+
+
+@dataclass
+class LoaderStats:
+    yielded: int = 0
+    dropped_too_long: int = 0
+    skipped_heldout: int = 0
+    epochs_started: int = 1
+
+
+def resolve_path(path: str) -> Path:
+    if path == "demo":
+        from data.demo import demo_parquet_path
+
+        return Path(demo_parquet_path())
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"data.path={path!r}: no such file or directory")
+    return p
+
+
+def shard_files(path: Path) -> list[Path]:
+    """Complete shards of a dataset directory (files being written start with '_' or '.')."""
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*.parquet") if not p.name.startswith(("_", ".")))
+    if not files:
+        raise FileNotFoundError(f"data.path={str(path)!r}: no .parquet shards in this directory")
+    return files
+
+
+def is_heldout(instance_id: str, fraction: float) -> bool:
+    digest = hashlib.sha256(instance_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def _rng(*keys: int) -> np.random.Generator:
+    return np.random.default_rng(list(keys))
+
+
+@dataclass
+class InstanceLoader:
+    path: str
+    tokenizer: Any
+    seed: int = 0
+    heldout_fraction: float = 0.0
+    max_prompt_tokens: int = 3072
+    split: str = "train"  # "train" or "heldout"
+    epoch: int = 0
+    position: int = 0  # index into the current epoch's order of all rows
+    stats: LoaderStats = field(default_factory=LoaderStats)
+
+    def __post_init__(self) -> None:
+        if self.split not in ("train", "heldout"):
+            raise ValueError(f"split={self.split!r}: accepted values are 'train', 'heldout'")
+        self._files = shard_files(resolve_path(self.path))
+        self._rows_per_file = [pq.ParquetFile(f).metadata.num_rows for f in self._files]
+        if sum(self._rows_per_file) == 0:
+            raise ValueError(f"data.path={self.path!r}: the dataset has no rows")
+        self._cache: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+
+    # -- cursor -------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "position": self.position, "seed": self.seed, "num_rows": sum(self._rows_per_file)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["seed"] != self.seed or state["num_rows"] != sum(self._rows_per_file):
+            raise ValueError(
+                f"loader cursor was saved for seed={state['seed']} over {state['num_rows']} rows; this loader has "
+                f"seed={self.seed} over {sum(self._rows_per_file)} rows (data.path or seed changed)")
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+
+    # -- iteration ----------------------------------------------------------------------------
+
+    def next_batch(self, n: int) -> list[PromptItem]:
+        items: list[PromptItem] = []
+        guard = 0
+        while len(items) < n:
+            item = self._next()
+            if item is not None:
+                items.append(item)
+                guard = 0
+            else:
+                guard += 1
+                if guard > 2 * sum(self._rows_per_file) + 1:
+                    raise ValueError(
+                        f"data.path={self.path!r}: no instance of split {self.split!r} fits "
+                        f"data.max_prompt_tokens={self.max_prompt_tokens}")
+        return items
+
+    def __iter__(self) -> Iterator[PromptItem]:
+        while True:
+            yield from self.next_batch(1)
+
+    def _next(self) -> PromptItem | None:
+        total = sum(self._rows_per_file)
+        if self.position >= total:
+            self.epoch, self.position = self.epoch + 1, 0
+            self.stats.epochs_started += 1
+        row = self._row_at(self.epoch, self.position)
+        self.position += 1
+        validate_instance(row, where=f"{self.path}: row {self.position - 1} of epoch {self.epoch}")
+        if is_heldout(row["instance_id"], self.heldout_fraction) != (self.split == "heldout"):
+            self.stats.skipped_heldout += 1
+            return None
+        ids = encode_prompt(self.tokenizer, build_messages(row))
+        if len(ids) > self.max_prompt_tokens:
+            self.stats.dropped_too_long += 1
+            return None
+        self.stats.yielded += 1
+        return PromptItem(row["instance_id"], ids, row)
+
+    def _row_at(self, epoch: int, position: int) -> dict[str, Any]:
+        shard_order = _rng(self.seed, epoch).permutation(len(self._files))
+        offset = 0
+        for shard in shard_order:
+            rows = self._rows_per_file[shard]
+            if position < offset + rows:
+                return self._shard_rows(epoch, int(shard))[position - offset]
+            offset += rows
+        raise IndexError(position)
+
+    def _shard_rows(self, epoch: int, shard: int) -> list[dict[str, Any]]:
+        key = (epoch, shard)
+        if self._cache is None or self._cache[0] != key:
+            rows = pq.read_table(self._files[shard]).to_pylist()
+            order = _rng(self.seed, epoch, shard).permutation(len(rows))
+            self._cache = (key, [rows[i] for i in order])
+        return self._cache[1]

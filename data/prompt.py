@@ -1,0 +1,77 @@
+"""The SWE-RL prompt, in our own words: a system message asking for a thought and a solution,
+and a user message with the issue, every code-context file, and the edit format.
+
+The answer format is fixed by the reward (reward/): `<think>...</think><solution>...</solution>`,
+with edits as fenced SEARCH/REPLACE blocks headed `### path`. As in the paper, each file is
+shown as `### path` followed by its full content; we fence the content so the model can tell
+where a file ends (the paper leaves the fencing open; this is our choice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SYSTEM_PROMPT = (
+    "You are a software engineer who fixes bugs in open-source repositories. "
+    "First reason about the problem inside <think> and </think>. "
+    "Then give your fix inside <solution> and </solution>."
+)
+
+FORMAT_INSTRUCTIONS = """Fix the issue above by editing the files. Write every change as a SEARCH/REPLACE edit:
+
+```python
+### path/to/file.py
+<<<<<<< SEARCH
+    lines copied exactly from the current file
+=======
+    the lines that replace them
+>>>>>>> REPLACE
+```
+
+Rules:
+- Start each edit with `### ` and the file's path exactly as shown above.
+- The SEARCH lines must match the file exactly, indentation included; keep them short but unique.
+- Put each edit in its own fenced block; use several edits for several places.
+- To create a file, use the new path and leave the SEARCH part empty.
+
+Answer in this form: <think>your reasoning</think> <solution>your edits</solution>"""
+
+
+def _fence(content: str) -> str:
+    # A fence longer than any backtick run inside the file, so the file cannot close it early.
+    longest = run = 0
+    for ch in content:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    body = content if content.endswith("\n") or not content else content + "\n"
+    return f"{ticks}\n{body}{ticks}"
+
+
+def user_message(problem_statement: str, code_context: Sequence[Mapping[str, str]]) -> str:
+    """The user turn: issue, then each file as `### path` + its fenced content, then the format."""
+    files = "\n\n".join(f"### {f['path']}\n{_fence(f['content'])}" for f in code_context)
+    return (
+        "We are fixing the following issue in a repository.\n\n"
+        f"--- BEGIN ISSUE ---\n{problem_statement.strip()}\n--- END ISSUE ---\n\n"
+        "Relevant files, with their full content:\n\n"
+        f"--- BEGIN FILES ---\n{files}\n--- END FILES ---\n\n"
+        f"{FORMAT_INSTRUCTIONS}"
+    )
+
+
+def build_messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Chat messages for one instance of the schema in data/schema.py."""
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": user_message(instance["problem_statement"], instance["code_context"])},
+    ]
+
+
+def encode_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
+    """Token ids of the chat-templated prompt, ending with the assistant turn's opening."""
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, Mapping):  # transformers 5 may return a BatchEncoding
+        ids = ids["input_ids"]
+    return [int(i) for i in ids]
