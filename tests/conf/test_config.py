@@ -1,0 +1,63 @@
+"""The config schema: composition of presets, and validation errors that name the field."""
+
+import dataclasses
+
+import pytest
+from hydra import compose, initialize
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError
+
+from conf import config
+
+config.register()
+
+
+def _compose(*overrides: str) -> config.TrainConfig:
+    with initialize(config_path="../../conf", version_base=None):
+        return config.load(compose("config", overrides=list(overrides)))
+
+
+def test_defaults_and_smoke_preset():
+    base = _compose()
+    assert base.group_size == 16 and base.trainer.mode == "sync" and base.model.name == "smollm2-135m-instruct"
+    smoke = _compose("experiment=smoke")  # a group whose default is none: no '+' needed
+    assert smoke.model.name == "tiny" and smoke.trainer.steps == 2 and smoke.learner.weight_decay == 0.0
+    assert smoke.group_size == 16
+
+
+def test_unknown_key_is_rejected_with_its_name():
+    with pytest.raises((ConfigCompositionException, ConfigKeyError), match="learner.lrr"):
+        _compose("learner.lrr=1")
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(trainer=dict(mode="fast")), "trainer.mode='fast': accepted values are 'sync'"),
+    (dict(learner=dict(aggregation="sum")), "learner.aggregation='sum'"),
+    (dict(group_size=1), "group_size=1"),
+    (dict(learner=dict(num_ranks=3)), "learner.num_ranks=3 must divide"),
+    (dict(learner=dict(micro_batch_size=5)), "learner.micro_batch_size=5"),
+    (dict(rollout=dict(oracle_samples_per_group=16)), "rollout.oracle_samples_per_group=16"),
+    (dict(rollout=dict(temperature=0.0)), "rollout.temperature"),
+])
+def test_validation_names_the_field(change, message):
+    cfg = config.TrainConfig()
+    for key, value in change.items():
+        if isinstance(value, dict):
+            setattr(cfg, key, dataclasses.replace(getattr(cfg, key), **value))
+        else:
+            setattr(cfg, key, value)
+    with pytest.raises(config.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        config.validate(cfg)
+
+
+def test_every_field_has_a_comment():
+    import inspect
+
+    source = inspect.getsource(config)
+    for cls in (config.ModelConfig, config.DataConfig, config.RolloutConfig, config.RewardConfig,
+                config.LearnerConfig, config.TrainerConfig, config.RayConfig, config.TrainConfig):
+        lines = inspect.getsource(cls).splitlines()
+        for f in dataclasses.fields(cls):
+            idx = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{f.name}:"))
+            assert lines[idx - 1].strip().startswith("#"), f"{cls.__name__}.{f.name} has no comment line above it"
+    assert source

@@ -1,0 +1,51 @@
+"""Collation: padding, masks, NaN for unknown behaviour logprobs, balanced snake dealing."""
+
+import numpy as np
+import pytest
+
+from learner.batch import TrainSample, collate, padding_stats, shard, snake_order
+
+
+def test_collate_pads_and_masks():
+    a = TrainSample([5, 6], [7, 8, 9], [-0.1, -0.2, -0.3], 1.5)
+    b = TrainSample([5], [4], None, -0.5)
+    mb = collate([a, b], pad_id=0)
+    assert mb.input_ids.tolist() == [[5, 6, 7, 8, 9], [5, 4, 0, 0, 0]]
+    assert mb.attention_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]
+    assert mb.prompt_lens.tolist() == [2, 1]
+    assert mb.completion_mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+    assert np.allclose(mb.logprobs_old[0], [-0.1, -0.2, -0.3])
+    assert np.isnan(mb.logprobs_old[1]).all()  # learner's own logprobs stand in
+    assert mb.advantages.tolist() == [1.5, -0.5]
+
+
+def test_collate_rejects_mismatched_logprobs():
+    with pytest.raises(ValueError, match="2 logprobs for 3 tokens"):
+        collate([TrainSample([1], [2, 3, 4], [-1.0, -1.0], 0.0)], pad_id=0)
+
+
+def test_snake_order_balances_ranks():
+    lengths = [10, 9, 8, 7, 6, 5, 4, 3]
+    ranks = snake_order(lengths, 2)
+    assert ranks == [[0, 3, 4, 7], [1, 2, 5, 6]]
+    assert sum(lengths[i] for i in ranks[0]) == sum(lengths[i] for i in ranks[1]) == 26
+
+
+def test_shard_keeps_global_normalisers_and_every_sample():
+    samples = [TrainSample([1] * (i + 1), [2] * (i % 3), [-1.0] * (i % 3), float(i)) for i in range(8)]
+    batches = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0)
+    assert len(batches) == 2 and all(len(b.micro_batches) == 2 for b in batches)
+    assert all(b.num_tokens == sum(i % 3 for i in range(8)) for b in batches)
+    assert all(b.num_seqs == sum(1 for i in range(8) if i % 3) for b in batches)
+    advs = sorted(a for b in batches for mb in b.micro_batches for a in mb.advantages.tolist())
+    assert advs == [float(i) for i in range(8)]
+    with pytest.raises(ValueError, match="do not split"):
+        shard(samples[:6], num_ranks=2, micro_batch_size=2, pad_id=0)
+
+
+def test_sorting_cuts_padding():
+    # Alternating long/short: the original order pads every micro-batch to the long length.
+    samples = [TrainSample([1] * (100 if i % 2 else 10), [2], [-1.0], 0.0) for i in range(8)]
+    stats = padding_stats(samples, num_ranks=2, micro_batch_size=2)
+    assert stats["pad_frac"] == pytest.approx(0.0)
+    assert stats["pad_frac_unsorted"] == pytest.approx(1 - (4 * 101 + 4 * 11) / (8 * 101))
