@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from unidiff import PatchedFile, PatchSet
+from unidiff.patch import Line
 from unidiff.constants import DEV_NULL
 
 
@@ -82,11 +83,18 @@ def _apply_hunks(path: str, old: str, patched: PatchedFile) -> str:
         cursor = start + len(source)
     out.extend(lines[cursor:])
     text = "".join(out)
-    # "\ No newline at end of file" after the last target line: unidiff keeps its newline.
-    last = [line for line in patched[-1] if not line.is_removed] if len(patched) else []
-    if last and last[-1].line_type == "\\" and text.endswith("\n"):
+    if len(patched) and _target_lacks_final_newline(list(patched[-1])) and text.endswith("\n"):
         text = text[:-1]
     return text
+
+
+def _target_lacks_final_newline(lines: list[Line]) -> bool:
+    """Whether "\\ No newline at end of file" follows the last context or added line.
+
+    unidiff keeps the newline in that line's value; the marker applies to the line before it.
+    """
+    kept = [index for index, line in enumerate(lines) if line.is_context or line.is_added]
+    return bool(kept) and kept[-1] + 1 < len(lines) and lines[kept[-1] + 1].line_type == "\\"
 
 
 def apply_patch(files: Mapping[str, str], patch: str) -> dict[str, str]:
