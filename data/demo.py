@@ -1,0 +1,191 @@
+"""The embedded demo data set: small bug-fix instances the project wrote itself, as Parquet.
+
+The default job (`python train.py` on a laptop) and the test suite train on it, so it must be
+small enough for a 135M model (whole prompts: 0.8k-1.9k SmolLM2 tokens, data/prompt.py) and
+real enough to be worth learning from: every instance is a plausible bug in a small Python
+module of a fictional repository, an issue written as its user filed it, and the oracle fix.
+No third-party text or code is in it.
+
+Sources, one directory per instance, plain files so that a reviewer reads diffs of them:
+
+    data/demo/src/<instance_id>/
+        issue.md            the issue text (-> problem_statement)
+        before/<path>       every file the fix changes, at the base commit; absent if the fix
+                            creates the file
+        after/<path>        the same files once fixed; absent if the fix deletes the file
+        context/<path>      optional unchanged files the model also sees (after the changed
+                            ones); they also make the package importable for the tests
+        test_patch/<path>   pytest files the fix adds: they fail on before/, pass on after/
+
+`python -m data.demo` rebuilds `data/demo/demo.parquet` (committed) from them; the same
+sources always give the same bytes. Derived fields: from an id "demo__<name>-<number>", `repo`
+= "swe-rl-demo/<name>" and `pr_number` = <number>; `base_commit` = sha1 of the id; `patch` and
+`test_patch` = git-style unified diffs (3 lines of context) of before -> after. Unlike mined
+data, test files are always new files in `test_patch` (real PRs often edit existing ones).
+
+Adding an instance: write its directory (keep each package self-contained: before/ plus
+context/ must import without the rest of the repository), run `python -m data.demo`, then
+`pytest tests/data/test_demo.py`, which checks that the patch reproduces after/ exactly and
+that the tests fail before the fix and pass after it. Where an instance continues an earlier
+one's module, start from that instance's after/ files, so that the repository's history stays
+consistent. data/demo/conftest.py keeps pytest from collecting the sources' test files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from data.schema import dict_to_files, to_table
+
+DEMO_DIR = Path(__file__).resolve().parent / "demo"
+SOURCE_DIR = DEMO_DIR / "src"
+REPO_OWNER = "swe-rl-demo"
+_ID_RE = re.compile(r"^demo__(?P<name>[a-z][a-z0-9]*)-(?P<number>[0-9]+)$")
+
+
+class DemoSourceError(ValueError):
+    """An instance's source directory is malformed; the message names the file or directory."""
+
+
+def demo_parquet_path() -> Path:
+    """The committed Parquet file of the demo set."""
+    return DEMO_DIR / "demo.parquet"
+
+
+def load_demo_rows() -> list[dict[str, Any]]:
+    """Every demo instance as a dict of the schema's fields, in id order."""
+    return pq.read_table(demo_parquet_path()).to_pylist()
+
+
+def read_tree(root: Path) -> dict[str, str]:
+    """`{repo-relative posix path: text}` of every file under `root` (empty if it is absent)."""
+    if not root.is_dir():
+        return {}
+    files: dict[str, str] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        # A missing final newline would need git's "\ No newline at end of file" marker, which
+        # difflib does not write; requiring it keeps every generated diff applicable.
+        if text and not text.endswith("\n"):
+            raise DemoSourceError(f"{path}: file must end with a newline")
+        files[path.relative_to(root).as_posix()] = text
+    return files
+
+
+def file_diff(path: str, old: str | None, new: str | None) -> str:
+    """Git-style unified diff of one file; `old=None` = created, `new=None` = deleted."""
+    if old is None and new is None:
+        raise ValueError(f"{path}: neither an old nor a new version")
+    header = [f"diff --git a/{path} b/{path}\n"]
+    if old is None:
+        header.append("new file mode 100644\n")
+    elif new is None:
+        header.append("deleted file mode 100644\n")
+    hunks = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        (new or "").splitlines(keepends=True),
+        fromfile="/dev/null" if old is None else f"a/{path}",
+        tofile="/dev/null" if new is None else f"b/{path}",
+        n=3,
+    )
+    return "".join(header) + "".join(hunks)
+
+
+def make_patch(old_files: Mapping[str, str], new_files: Mapping[str, str]) -> str:
+    """Diff of every path in either mapping (sorted); a path in only one is created/deleted."""
+    return "".join(
+        file_diff(path, old_files.get(path), new_files.get(path))
+        for path in sorted(old_files.keys() | new_files.keys())
+    )
+
+
+def parse_instance_id(instance_id: str) -> tuple[str, int]:
+    """Split an id such as "demo__calspan-4" into ("calspan", 4): repository name, PR number."""
+    match = _ID_RE.match(instance_id)
+    if match is None:
+        raise DemoSourceError(f"instance id {instance_id!r} is not of the form demo__<name>-<number>")
+    return match["name"], int(match["number"])
+
+
+def build_instance(instance_dir: Path) -> dict[str, Any]:
+    """One source directory -> one row of INSTANCE_SCHEMA."""
+    instance_id = instance_dir.name
+    name, number = parse_instance_id(instance_id)
+    issue_path = instance_dir / "issue.md"
+    if not issue_path.is_file():
+        raise DemoSourceError(f"{issue_path}: missing (the issue text)")
+    before = read_tree(instance_dir / "before")
+    after = read_tree(instance_dir / "after")
+    context = read_tree(instance_dir / "context")
+    tests = read_tree(instance_dir / "test_patch")
+    changed = sorted(before.keys() | after.keys())
+    if not changed:
+        raise DemoSourceError(f"{instance_dir}: before/ and after/ are both empty")
+    for path in changed:
+        if before.get(path) == after.get(path):
+            raise DemoSourceError(f"{instance_dir}/after/{path}: unchanged by the fix; move it to context/")
+        if path in context:
+            raise DemoSourceError(f"{instance_dir}/context/{path}: also changed by the fix")
+    if not tests:
+        raise DemoSourceError(f"{instance_dir}/test_patch: no test files")
+    return {
+        "instance_id": instance_id,
+        "repo": f"{REPO_OWNER}/{name}",
+        "base_commit": hashlib.sha1(instance_id.encode()).hexdigest(),
+        "problem_statement": issue_path.read_text(encoding="utf-8"),
+        "patch": make_patch(before, after),
+        "test_patch": make_patch({}, tests),
+        # The schema: a file the patch creates is shown with content "", a deleted one is
+        # stored with new content "".
+        "code_context": dict_to_files({p: before.get(p, "") for p in changed} | context),
+        "oracle_new_content": dict_to_files({p: after.get(p, "") for p in changed}),
+        # Provenance (schema version 2; to_table ignores keys an older schema lacks). The id's
+        # number is the fictional pull request's; linked issues and merge dates stay unknown.
+        "problem_source": "issue",
+        "pr_number": number,
+    }
+
+
+def build_rows(source_dir: Path = SOURCE_DIR) -> list[dict[str, Any]]:
+    """Every instance under `source_dir`, in id order."""
+    dirs = [d for d in source_dir.iterdir() if d.is_dir()] if source_dir.is_dir() else []
+    if not dirs:
+        raise DemoSourceError(f"{source_dir}: no instance directories")
+    # Numeric order within a repository (calspan-9 before calspan-12): the order in which the
+    # fixes happened where several instances evolve one module.
+    dirs.sort(key=lambda d: parse_instance_id(d.name))
+    return [build_instance(d) for d in dirs]
+
+
+def build_table(source_dir: Path = SOURCE_DIR) -> pa.Table:
+    """The demo set as a table of exactly INSTANCE_SCHEMA."""
+    return to_table(build_rows(source_dir))
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    """Write `table` atomically (a reader never sees half a file)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def main() -> int:
+    table = build_table()
+    write_parquet(table, demo_parquet_path())
+    repos = sorted(set(table.column("repo").to_pylist()))
+    print(f"wrote {table.num_rows} instances from {len(repos)} repositories to {demo_parquet_path()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""`@memoize(maxsize=...)`: cache a function's results, keyed by its arguments, in an LRUCache."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tinylru.cache import LRUCache
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _make_key(args: tuple, kwargs: dict) -> tuple:
+    return args
+
+
+def memoize(maxsize: int = 128) -> Callable[[F], F]:
+    """Each decorated function gets its own cache, exposed as `func.cache`."""
+
+    def decorate(func: F) -> F:
+        cache = LRUCache(maxsize)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = _make_key(args, kwargs)
+            result = cache.get(key)
+            if result is None:
+                result = func(*args, **kwargs)
+                cache.put(key, result)
+            return result
+
+        wrapper.cache = cache  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,63 @@
+"""Version ranges as package managers write them: "^1.2.3", "~1.2.3", ">=1.0.0 <2.0.0"."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable
+
+from tinysemver.version import Version
+
+_OPERATORS: dict[str, Callable[[Version, Version], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "=": operator.eq,
+}
+
+
+def _expand(term: str) -> list[tuple[str, Version]]:
+    """One term of a range -> the comparators it stands for."""
+    if term.startswith("^"):
+        # Caret: any later version that does not change the left-most non-zero part. Below
+        # 1.0.0 a minor (or, below 0.1.0, a patch) bump is allowed to break the API.
+        low = Version.parse(term[1:])
+        if low.major > 0:
+            return [(">=", low), ("<", low.next_major())]
+        if low.minor > 0:
+            return [(">=", low), ("<", low.next_minor())]
+        return [(">=", low), ("<", low.next_patch())]
+    if term.startswith("~"):
+        # Tilde: patch updates only.
+        low = Version.parse(term[1:])
+        return [(">=", low), ("<", low.next_minor())]
+    for symbol in (">=", "<=", ">", "<", "="):
+        if term.startswith(symbol):
+            return [(symbol, Version.parse(term[len(symbol):]))]
+    return [("=", Version.parse(term))]
+
+
+class Range:
+    """The intersection of space-separated terms: ">=1.2.0 <1.5.0" needs both."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.comparators = [c for term in spec.split() for c in _expand(term)]
+        if not self.comparators:
+            raise ValueError(f"empty version range: {spec!r}")
+
+    def contains(self, version: Version | str) -> bool:
+        if isinstance(version, str):
+            version = Version.parse(version)
+        return all(_OPERATORS[symbol](version, bound) for symbol, bound in self.comparators)
+
+    __contains__ = contains
+
+    def __repr__(self) -> str:
+        return f"Range({self.spec!r})"
+
+
+def max_satisfying(versions: Iterable[str], spec: str) -> Version | None:
+    """The highest of `versions` inside the range, or None."""
+    allowed = Range(spec)
+    return max((v for v in map(Version.parse, versions) if allowed.contains(v)), default=None)
