@@ -1,0 +1,143 @@
+"""Score a JSONL file of outputs or patches: `python -m reward.score --input IN.jsonl --output OUT.jsonl`.
+
+Each input line is one of:
+  (a) `id`, `code_context` (path -> content), `oracle_new_content` (path -> content), `output`
+      (the model's text): the SWE-RL reward, rules 1-5;
+  (b) `id`, `oracle_patch`, `pred_patch` (a unified diff, or a list of them): rule 6.
+Other fields are ignored. Each output line, one per input line and in input order, is
+`{"id": ..., "reward": float | null, "error": null | str}`. A bad line (bad JSON, a missing or
+mistyped field) gets `reward: null` and an error naming the field; the other lines still score.
+There is no time cap here (the cap exists for the trainer's reward pool). Progress goes to
+stderr on long inputs; `--workers N` scores with N processes (order is kept).
+
+Imports only the standard library and the reward package (no Ray, no torch): it starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from multiprocessing import Pool
+from typing import Any, TextIO
+
+from reward.core import RewardResult, score_output, score_patches
+
+PROGRESS_INTERVAL_S = 5.0
+
+
+class BadLine(ValueError):
+    """A line that cannot be scored; the message names the field."""
+
+
+def _files_field(row: dict[str, Any], name: str) -> dict[str, str]:
+    value = row[name]
+    if not isinstance(value, dict):
+        raise BadLine(f"field {name}: expected an object of path -> file content, got {type(value).__name__}")
+    for path, content in value.items():
+        if not isinstance(content, str):
+            raise BadLine(f"field {name}[{path!r}]: expected a string, got {type(content).__name__}")
+    return value
+
+
+def _patches_field(row: dict[str, Any], name: str) -> str | list[str]:
+    value = row[name]
+    if isinstance(value, str) or (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+        return value
+    raise BadLine(f"field {name}: expected a unified diff string or a list of them, got {type(value).__name__}")
+
+
+def _require(row: dict[str, Any], names: Iterable[str]) -> None:
+    missing = [name for name in names if name not in row]
+    if missing:
+        raise BadLine(f"missing field{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+
+
+def score_row(row: dict[str, Any]) -> RewardResult:
+    """Score one parsed line of either kind; raises BadLine naming the field."""
+    if {"output", "code_context", "oracle_new_content"} & row.keys():
+        _require(row, ("code_context", "oracle_new_content", "output"))
+        if not isinstance(row["output"], str):
+            raise BadLine(f"field output: expected a string, got {type(row['output']).__name__}")
+        return score_output(_files_field(row, "code_context"), _files_field(row, "oracle_new_content"),
+                            row["output"])
+    if {"oracle_patch", "pred_patch"} & row.keys():
+        _require(row, ("oracle_patch", "pred_patch"))
+        return score_patches(_patches_field(row, "oracle_patch"), _patches_field(row, "pred_patch"))
+    raise BadLine("missing field: output (with code_context and oracle_new_content) or oracle_patch and pred_patch")
+
+
+def score_line(line: str) -> dict[str, Any]:
+    """One input line -> one output record; never raises."""
+    row_id = None
+    try:
+        row = json.loads(line)
+        if not isinstance(row, dict):
+            raise BadLine(f"line: expected a JSON object, got {type(row).__name__}")
+        row_id = row.get("id")  # echoed as given (null when absent); its absence is reported below
+        _require(row, ("id",))
+        if not isinstance(row_id, (str, int)) or isinstance(row_id, bool):
+            raise BadLine(f"field id: expected a string or an integer, got {type(row_id).__name__}")
+        result = score_row(row)
+        return {"id": row_id, "reward": result.reward, "error": result.error}
+    except json.JSONDecodeError as exc:
+        return {"id": None, "reward": None, "error": f"line: bad JSON ({exc})"}
+    except BadLine as exc:
+        return {"id": row_id, "reward": None, "error": str(exc)}
+    except Exception as exc:  # a bug must cost one line, not the file: report it on that line
+        return {"id": row_id, "reward": None, "error": f"internal error: {exc!r}"}
+
+
+def _lines(stream: TextIO) -> Iterator[str]:
+    for line in stream:
+        yield line.rstrip("\n")
+
+
+def _progress(done: int, total: int, started: float) -> None:
+    elapsed = time.monotonic() - started
+    print(f"reward.score: {done}/{total} lines, {done / max(elapsed, 1e-9):.0f} lines/s", file=sys.stderr, flush=True)
+
+
+def run(input_path: str, output_path: str, *, workers: int = 1,
+        progress_interval_s: float = PROGRESS_INTERVAL_S) -> dict[str, int]:
+    """Score input_path into output_path; returns counts {lines, scored, malformed, bad}."""
+    with open(input_path, encoding="utf-8") as f:
+        total = sum(1 for _ in f)
+    counts = {"lines": 0, "scored": 0, "malformed": 0, "bad": 0}
+    started = last_report = time.monotonic()
+    pool = Pool(workers) if workers > 1 else None
+    try:
+        with open(input_path, encoding="utf-8") as src, open(output_path, "w", encoding="utf-8") as dst:
+            records = pool.imap(score_line, _lines(src), chunksize=8) if pool else map(score_line, _lines(src))
+            for record in records:
+                dst.write(json.dumps(record) + "\n")
+                counts["lines"] += 1
+                counts["bad" if record["reward"] is None else "malformed" if record["reward"] == -1.0 else "scored"] += 1
+                if time.monotonic() - last_report >= progress_interval_s:
+                    _progress(counts["lines"], total, started)
+                    last_report = time.monotonic()
+    finally:
+        if pool:
+            pool.close()
+            pool.join()
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reward.score", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", required=True, help="JSONL file, one output or patch pair per line")
+    parser.add_argument("--output", required=True, help="JSONL file written with id, reward, error per line")
+    parser.add_argument("--workers", type=int, default=1, help="processes scoring in parallel (default 1)")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers={args.workers}: must be >= 1")
+    counts = run(args.input, args.output, workers=args.workers)
+    print(f"reward.score: {counts['lines']} lines: {counts['scored']} scored, {counts['malformed']} malformed "
+          f"(reward -1), {counts['bad']} bad lines (reward null) -> {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
