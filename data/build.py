@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 import time
 from collections import Counter
@@ -209,6 +210,7 @@ def _manifest(cfg: BuildConfig, sources: list[dict[str, Any]], counts: Counter[s
               shards: list[dict[str, Any]], started: float, workers: int) -> dict[str, Any]:
     config = asdict(cfg)
     config["filters"]["exclude_ids"] = len(cfg.filters.exclude_ids)  # the files are in `exclude`
+    config = json.loads(json.dumps(config))  # tuples -> lists: the dict equals the file's contents
     return {
         "schema_version": SCHEMA_VERSION,
         "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
