@@ -4,7 +4,8 @@ A chunk is a run of consecutive PRs on the first-parent history (a commit range)
 consecutive SWE-bench rows; one Ray task mines one chunk with its own git processes. Results
 come back in chunk order whatever order the tasks finish in, so the duplicate rule (decided
 by the driver, first kept wins) and the shard contents are the same as in-process. At most
-`2 x workers` chunks are in flight, so memory stays bounded on any history length.
+`8 x workers` chunks are in flight or waiting to be consumed, so memory stays bounded on any
+history length; fewer leaves workers idle behind one slow chunk (results leave in order).
 
 On a cluster every node needs the project installed and the clone at the same path
 (a shared file system, or the clone copied to each node).
@@ -13,6 +14,7 @@ On a cluster every node needs the project installed and the clone at the same pa
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -44,7 +46,7 @@ def map_on_ray(fn: Callable[..., list[R]], chunks: Iterable[Any], *args: Any, wo
     window: deque[Any] = deque()
     for chunk in chunks:
         window.append(remote_fn.remote(chunk, *shared))
-        if len(window) >= 2 * workers:
+        if len(window) >= 8 * workers:
             yield from ray.get(window.popleft())
     while window:
         yield from ray.get(window.popleft())
@@ -56,17 +58,30 @@ def ray_session(address: str, workers: int) -> Iterator[int]:
 
     Yields the number of CPUs the tasks can use. Always disconnects on exit.
     """
+    if not address:
+        _loopback_only()
     import ray
 
     if address:
         ray.init(address=address, logging_level="warning", log_to_driver=False)
     else:
-        # Keeps every socket of a local cluster on 127.0.0.1 (see DESIGN.md); a real cluster
-        # is joined by address instead and must not have this variable.
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         ray.init(address="local", num_cpus=workers, include_dashboard=False,
                  logging_level="warning", log_to_driver=False)
     try:
         yield max(int(ray.cluster_resources().get("CPU", 1)), 1)
     finally:
         ray.shutdown()
+
+
+def _loopback_only() -> None:
+    """Keep every socket of a local Ray on 127.0.0.1 (DESIGN.md: measured with `ss -ltnp`).
+
+    Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER once, when `ray._private.ray_constants` is
+    first imported; its own processes read the environment. So the variable is set for them,
+    and the driver's constant is corrected when something imported Ray before us. A cluster
+    is joined by address instead and must not have this: its nodes need their real addresses.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]

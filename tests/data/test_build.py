@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
+from data import build as build_mod
 from data import inspect as inspect_mod
 from data.build import BuildConfig, build, main, parse_args
 from data.filters import FilterConfig
@@ -70,10 +72,29 @@ def test_flags_map_onto_the_config() -> None:
     assert parse_args(["--git", "a", "--out", "o"]).filters == FilterConfig()
 
 
-def test_ray_with_two_workers_gives_the_in_process_result(synthetic: Path, tmp_path: Path) -> None:
+def _listening_off_loopback() -> list[str]:
+    """Listening TCP sockets of this process tree's Ray that are not bound to 127.0.0.1."""
+    out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True, check=True).stdout
+    ray_lines = [ln.split() for ln in out.splitlines()[1:] if any(k in ln for k in ("ray", "gcs_server", "python"))]
+    return [" ".join(f) for f in ray_lines if not f[3].startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
+
+
+def test_ray_with_two_workers_gives_the_in_process_result(synthetic: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     local = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "local"), shard_size=7))
+    before = _listening_off_loopback() if shutil.which("ss") else None
+    sockets: list[list[str]] = []
+    real = build_mod.map_on_ray
+
+    def spy(*args, **kw):  # noqa: ANN002, ANN003, ANN202 (records the sockets while Ray runs)
+        if before is not None:
+            sockets.append([ln for ln in _listening_off_loopback() if ln not in before])
+        yield from real(*args, **kw)
+
+    monkeypatch.setattr(build_mod, "map_on_ray", spy)
     on_ray = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "ray"), shard_size=7,
                                workers=2, chunk_size=3))
+    assert sockets in ([], [[]])  # every socket of the local Ray is on 127.0.0.1
     assert on_ray["parallel"] == {"mode": "ray", "workers": 2}
     assert on_ray["counts"] == local["counts"] and on_ray["shards"] == local["shards"]
     assert pads.dataset(tmp_path / "ray").to_table().equals(pads.dataset(tmp_path / "local").to_table())
