@@ -88,7 +88,8 @@ def relevant_candidates(repo: Repo, base: str, seeds: list[str], exclude: set[st
     if not seeds:
         return
     tree = repo.text("ls-tree", "-r", "--name-only", "-z", base).split("\0")
-    names = module_names([p for p in tree if p])
+    # A newline in a path would break cat-file's line protocol; such files are never candidates.
+    names = module_names([p for p in tree if p and "\n" not in p])
     names_by_path = {p: n for n, p in names.items()}
 
     def ok(p: str) -> bool:
@@ -115,7 +116,7 @@ def _importers(repo: Repo, base: str, seeds: list[str], names: dict[str, str],
     for w in words:
         args += ["-e", w]
     out = repo.run(*args, base, "--", "*.py", check=False).decode("utf-8", "replace")
-    paths = sorted({line.split(":", 1)[1] for line in out.splitlines() if ":" in line})
+    paths = sorted({line.split(":", 1)[1] for line in out.splitlines() if ":" in line} & set(names_by_path))
     scanned = 0
     for path in paths:
         if path in skip or not ok(path):

@@ -65,8 +65,10 @@ def _pr_commits(repo: Repo, pr: PullRequest, base: str) -> list[tuple[str, str]]
     return [(c[0], c[1]) for c in reversed(commits) if len(c) == 2]
 
 
-def _problem(pr: PullRequest, commits: list[tuple[str, str]], job: MineJob) -> tuple[str, str, list[int], str]:
-    """(problem statement, problem_source, linked issue numbers, PR author); may raise _Drop."""
+def _problem(pr: PullRequest, commits: list[tuple[str, str]], job: MineJob) -> tuple[str, str, list[int]]:
+    """(problem statement, problem_source, linked issue numbers); raises _Drop for bots and
+    (when required) PRs without a linked issue. The PR author is the dump's PR author, else
+    the author of the PR's first commit."""
     pr_text = job.issues.pulls.get(pr.number) if job.issues else None
     title = pr_text.title if pr_text else pr.title
     body = pr_text.body if pr_text else pr.body
@@ -80,8 +82,8 @@ def _problem(pr: PullRequest, commits: list[tuple[str, str]], job: MineJob) -> t
     if found:
         texts = [job.issues.issues[n] for n in found]  # type: ignore[union-attr]
         statement = "\n\n".join(f"{t.title}\n{t.body}".strip() for t in texts)
-        return statement, "issue", linked, author
-    return f"{title}\n{body}".strip(), "pr", linked, author
+        return statement, "issue", linked
+    return f"{title}\n{body}".strip(), "pr", linked
 
 
 def _decode(data: bytes | None, what: str) -> str:
@@ -167,7 +169,7 @@ def _mine_pr(repo: Repo, pr: PullRequest, job: MineJob, iid: str) -> dict[str, A
     if base is None:
         raise _Drop("git_error", f"{pr.parent[:12]} and {pr.head[:12]} share no history")
     commits = _pr_commits(repo, pr, base)
-    statement, source, linked, _ = _problem(pr, commits, job)
+    statement, source, linked = _problem(pr, commits, job)
     code, tests = _split_changes(changed_files(repo, base, pr.head), cfg)
     # Test files are kept for evaluation harnesses only: undecodable bytes there are replaced.
     test_patch = "".join(c.diff.decode("utf-8", "replace") for c in tests)
@@ -297,7 +299,8 @@ def _mine_row(repo: Repo | None, where: str, row: dict[str, Any], job: MineJob) 
     if row.get("oracle_new_content") is not None:
         new_content = _row_files(row["oracle_new_content"], where, "oracle_new_content")
     out = _finish(repo, base, row["problem_statement"], patch, context, new_content, job)
-    out.update(instance_id=row["instance_id"], repo=row["repo"], test_patch=row.get("test_patch"),
+    test_patch = row.get("test_patch") if isinstance(row.get("test_patch"), str) else None
+    out.update(instance_id=row["instance_id"], repo=row["repo"], test_patch=test_patch,
                problem_source="swebench", linked_issues=None, pr_number=_number(row["instance_id"]),
                created_at=row.get("created_at") if isinstance(row.get("created_at"), str) else None)
     return out

@@ -24,7 +24,8 @@ from data.gitrepo import GitError, Repo
 _MERGE_RE = re.compile(r"^Merge pull request #(\d+) from (\S+)")
 _SQUASH_RE = re.compile(r"^(.*?)\s*\(#(\d+)\)\s*$")
 # GitHub's closing keywords, any case, optionally followed by a colon; the issue is "#N",
-# "owner/name#N" or an issue URL. https://docs.github.com/en/issues/tracking-your-work-with-issues/linking-a-pull-request-to-an-issue
+# "owner/name#N" or an issue URL. See GitHub's "Linking a pull request to an issue":
+# https://docs.github.com/en/issues/tracking-your-work-with-issues/linking-a-pull-request-to-an-issue
 _LINK_RE = re.compile(
     r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+"
     r"(?:https?://github\.com/([\w.-]+/[\w.-]+)/issues/|([\w.-]+/[\w.-]+)?#)(\d+)\b",

@@ -4,8 +4,8 @@ The history (oldest first): an initial commit; PR #1 merged with a merge commit 
 moved on (PR #2 squashed meanwhile); a dependabot merge (#3); a "Bump" squash (#4); a rename
 (#5); a deletion (#6); a binary file (#7); a Latin-1 file (#8); tests only (#9); docs only
 (#10); eleven files (#11); a reset of pkg/other.py (#12) and a repeat of #2's change (#13;
-the newest is kept, so #2 becomes the duplicate); a merge whose message does not name the PR but whose head is refs/pull/14/head
-(#14); a direct commit that is no PR; an empty squash (#15).
+the newest is kept, so #2 becomes the duplicate); a merge whose message does not name the PR
+but whose head is refs/pull/14/head (#14); a direct commit that is no PR; an empty squash (#15).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from data.build import BuildConfig, build
 from data.gitrepo import Repo
+from data.patching import parse_patch
 from data.pulls import merged_pull_requests
 from data.synthetic import RepoBuilder
 
@@ -127,7 +128,8 @@ def test_rename_deletion_and_pull_ref_instances(built: tuple[dict, dict]) -> Non
     rename = rows["acme__widgets-5"]
     assert "rename from pkg/old.py\nrename to pkg/new.py" in rename["patch"]
     assert _files(rename, "code_context") == {"pkg/old.py": OLD, "pkg/new.py": ""}
-    assert _files(rename, "oracle_new_content") == {"pkg/old.py": "", "pkg/new.py": OLD.replace("return 9", "return 99")}
+    new = OLD.replace("return 9", "return 99")
+    assert _files(rename, "oracle_new_content") == {"pkg/old.py": "", "pkg/new.py": new}
     gone = rows["acme__widgets-6"]
     assert _files(gone, "code_context") == {"pkg/gone.py": GONE}
     assert _files(gone, "oracle_new_content") == {"pkg/gone.py": ""}
@@ -176,3 +178,19 @@ def test_issue_dump_supplies_problem_statements(history: tuple[Path, dict[str, s
     assert rows["acme__widgets-1"]["problem_source"] == "issue"
     assert rows["acme__widgets-5"]["problem_statement"] == "old.py is misnamed\nrename it"
     assert rows["acme__widgets-5"]["linked_issues"] == [102]
+
+
+def test_git_apply_agrees_with_every_instance(built: tuple[dict, dict], tmp_path: Path) -> None:
+    """An independent applier: `git apply` of each patch onto its context gives the new contents."""
+    for iid, row in built[1].items():
+        work = tmp_path / iid
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        created = {fp.new_path for fp in parse_patch(row["patch"]) if fp.new_path != fp.old_path}  # new or renamed to
+        for path, content in _files(row, "code_context").items():
+            if path not in created:
+                (work / path).parent.mkdir(parents=True, exist_ok=True)
+                (work / path).write_bytes(content.encode())
+        subprocess.run(["git", "-C", str(work), "apply", "-"], input=row["patch"].encode(), check=True)
+        for path, content in _files(row, "oracle_new_content").items():
+            got = (work / path).read_bytes().decode() if (work / path).exists() else ""
+            assert got == content, (iid, path)
