@@ -21,6 +21,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
@@ -105,6 +106,24 @@ def _job(cfg: BuildConfig, repo_name: str) -> MineJob:
                    require_issue=bool(cfg.issues) if require is None else require, issues=index)
 
 
+def _validate(cfg: BuildConfig) -> None:
+    """Reject out-of-range numbers once, naming the field (the flag is the same name)."""
+    positive = {"shard_size": cfg.shard_size, "chunk_size": cfg.chunk_size}
+    non_negative = {"relevant_files": cfg.relevant_files, "limit": cfg.limit, "workers": cfg.workers,
+                    "max_files": cfg.filters.max_files, "max_hunks": cfg.filters.max_hunks,
+                    "max_changed_lines": cfg.filters.max_changed_lines,
+                    "max_context_chars": cfg.filters.max_context_chars,
+                    "max_context_tokens": cfg.filters.max_context_tokens}
+    for name, value in positive.items():
+        if value < 1:
+            raise InputError(f"{name} must be >= 1, got {value}")
+    for name, value in non_negative.items():
+        if value < 0:
+            raise InputError(f"{name} must be >= 0 (0 = none / no limit), got {value}")
+    if not cfg.out:
+        raise InputError("--out DIR is required")
+
+
 def _sources(cfg: BuildConfig) -> list[dict[str, Any]]:
     """One description per input (for the manifest), checking every path up front."""
     if not cfg.git and not cfg.swebench:
@@ -164,15 +183,14 @@ class _Progress:
 
 def build(cfg: BuildConfig) -> dict[str, Any]:
     """Run the build; return the manifest it wrote."""
-    if not cfg.out:
-        raise InputError("--out DIR is required")
+    _validate(cfg)
     cfg = replace(cfg, filters=replace(cfg.filters, exclude_ids=cfg.filters.exclude_ids | read_exclusions(cfg.exclude)))
     sources = _sources(cfg)
     out = prepare_output(cfg.out, cfg.overwrite)
     counts, candidates, started = new_counts(), 0, time.time()
     progress = _Progress()
     parallel = bool(cfg.workers or cfg.ray_address)
-    with (ray_session(cfg.ray_address, cfg.workers) if parallel else _no_ray()) as workers:
+    with ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers:
         with ShardWriter(out, cfg.shard_size) as writer:
             seen: set[bytes] = set()  # digests of kept patches: 20 bytes each, for the duplicate rule
             for outcome in _outcomes(cfg, sources, workers):
@@ -196,14 +214,6 @@ def _dedupe(outcome: Outcome, seen: set[bytes]) -> str:
         return "duplicate"
     seen.add(digest)
     return "kept"
-
-
-class _no_ray:
-    def __enter__(self) -> int:
-        return 0
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _manifest(cfg: BuildConfig, sources: list[dict[str, Any]], counts: Counter[str], candidates: int,

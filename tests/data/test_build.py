@@ -72,23 +72,42 @@ def test_flags_map_onto_the_config() -> None:
     assert parse_args(["--git", "a", "--out", "o"]).filters == FilterConfig()
 
 
+def _descendants() -> set[str]:
+    """Process ids of every descendant of this process (a local Ray's gcs, raylet, workers)."""
+    ps = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
+    children: dict[str, list[str]] = {}
+    for pid, ppid in (line.split() for line in ps.splitlines() if line.strip()):
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [str(os.getpid())]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
 def _listening_off_loopback() -> list[str]:
-    """Listening TCP sockets of this process tree's Ray that are not bound to 127.0.0.1."""
+    """Listening TCP sockets of this process's children (its local Ray) not bound to 127.0.0.1.
+
+    Other programs on the machine (other test runs, other Rays) are ignored.
+    """
+    ours = _descendants() | {str(os.getpid())}
     out = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True, check=True).stdout
-    ray_lines = [ln.split() for ln in out.splitlines()[1:] if any(k in ln for k in ("ray", "gcs_server", "python"))]
-    return [" ".join(f) for f in ray_lines if not f[3].startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
+    lines = [ln.split() for ln in out.splitlines()[1:]]
+    mine = [f for f in lines if any(f"pid={p}," in " ".join(f[5:]) for p in ours)]
+    return [" ".join(f) for f in mine if not f[3].startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
 
 
 def test_ray_with_two_workers_gives_the_in_process_result(synthetic: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     local = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "local"), shard_size=7))
-    before = _listening_off_loopback() if shutil.which("ss") else None
+    check_sockets = shutil.which("ss") is not None and shutil.which("ps") is not None
     sockets: list[list[str]] = []
     real = build_mod.map_on_ray
 
     def spy(*args, **kw):  # noqa: ANN002, ANN003, ANN202 (records the sockets while Ray runs)
-        if before is not None:
-            sockets.append([ln for ln in _listening_off_loopback() if ln not in before])
+        if check_sockets:
+            sockets.append(_listening_off_loopback())
         yield from real(*args, **kw)
 
     monkeypatch.setattr(build_mod, "map_on_ray", spy)
@@ -103,6 +122,8 @@ def test_ray_with_two_workers_gives_the_in_process_result(synthetic: Path, tmp_p
 def test_bad_inputs_name_the_path_line_or_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--git", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert f"{tmp_path}: not a git repository" in capsys.readouterr().err
+    assert main(["--git", str(tmp_path), "--out", str(tmp_path / "o"), "--shard-size", "0"]) == 2
+    assert "shard_size must be >= 1, got 0" in capsys.readouterr().err
     bad = tmp_path / "issues.jsonl"
     bad.write_text('{"number": 1, "title": "a", "body": ""}\n{"number": 2, "title": \n')
     with pytest.raises(InputError, match=r"issues.jsonl: line 2: malformed JSON"):
