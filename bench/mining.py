@@ -17,16 +17,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from data.build import BuildConfig, _outcomes, _sources
+from data.build import BuildConfig, iter_outcomes, resolve_sources
 from data.parallel import ray_session
 from data.synthetic import generate_history
 
 
 def _mine(cfg: BuildConfig, workers: int) -> tuple[list[tuple[str, str]], float]:
     """[(instance_id, reason)] of every candidate, and the seconds the mining took."""
-    sources = _sources(cfg)
+    sources = resolve_sources(cfg)
     start = time.perf_counter()
-    results = [(o.instance_id, o.reason) for o in _outcomes(cfg, sources, workers)]
+    results = [(o.instance_id, o.reason) for o in iter_outcomes(cfg, sources, workers)]
     return results, time.perf_counter() - start
 
 

@@ -124,7 +124,7 @@ def _validate(cfg: BuildConfig) -> None:
         raise InputError("--out DIR is required")
 
 
-def _sources(cfg: BuildConfig) -> list[dict[str, Any]]:
+def resolve_sources(cfg: BuildConfig) -> list[dict[str, Any]]:
     """One description per input (for the manifest), checking every path up front."""
     if not cfg.git and not cfg.swebench:
         raise InputError("give --git PATH (mine PRs) or --swebench FILE")
@@ -143,7 +143,7 @@ def _sources(cfg: BuildConfig) -> list[dict[str, Any]]:
     return out
 
 
-def _outcomes(cfg: BuildConfig, sources: list[dict[str, Any]], workers: int) -> Iterator[Outcome]:
+def iter_outcomes(cfg: BuildConfig, sources: list[dict[str, Any]], workers: int) -> Iterator[Outcome]:
     """Every candidate's outcome, in a deterministic order (history order, then file order)."""
     run = partial(map_on_ray, workers=workers) if workers else map_in_process
     if cfg.swebench:
@@ -185,7 +185,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     """Run the build; return the manifest it wrote."""
     _validate(cfg)
     cfg = replace(cfg, filters=replace(cfg.filters, exclude_ids=cfg.filters.exclude_ids | read_exclusions(cfg.exclude)))
-    sources = _sources(cfg)
+    sources = resolve_sources(cfg)
     out = prepare_output(cfg.out, cfg.overwrite)
     counts, candidates, started = new_counts(), 0, time.time()
     progress = _Progress()
@@ -193,7 +193,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     with ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers:
         with ShardWriter(out, cfg.shard_size) as writer:
             seen: set[bytes] = set()  # digests of kept patches: 20 bytes each, for the duplicate rule
-            for outcome in _outcomes(cfg, sources, workers):
+            for outcome in iter_outcomes(cfg, sources, workers):
                 candidates += 1
                 reason = _dedupe(outcome, seen) if cfg.filters.dedupe else outcome.reason
                 counts[reason] += 1

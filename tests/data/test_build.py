@@ -197,3 +197,11 @@ def test_module_entry_points_run(synthetic: Path, tmp_path: Path) -> None:
     assert "candidates                5" in run.stdout
     shown = subprocess.run([sys.executable, "-m", "data.inspect", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert shown.returncode == 0 and "instances: 3" in shown.stdout
+
+
+def test_full_swebench_rows_are_read_with_their_optional_fields() -> None:
+    rows = list(iter_swebench_rows(_shared("swebench_dev_rows.json")))
+    assert len(rows) == 5
+    where, row = rows[0]
+    assert where.endswith("swebench_dev_rows.json: item 0") and row["instance_id"] == "pydicom__pydicom-1458"
+    assert row["test_patch"].startswith("diff --git a/pydicom/tests/") and row["FAIL_TO_PASS"]

@@ -80,7 +80,7 @@ def test_build_writes_shards_and_manifest(synthetic: Path, tmp_path: Path) -> No
 
 def test_interrupted_build_leaves_no_half_shard(synthetic: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    real = build_mod._outcomes
+    real = build_mod.iter_outcomes
 
     def interrupted(*args: object, **kw: object):  # noqa: ANN202
         for i, outcome in enumerate(real(*args, **kw)):  # type: ignore[arg-type]
@@ -88,7 +88,7 @@ def test_interrupted_build_leaves_no_half_shard(synthetic: Path, tmp_path: Path,
                 raise KeyboardInterrupt
             yield outcome
 
-    monkeypatch.setattr(build_mod, "_outcomes", interrupted)
+    monkeypatch.setattr(build_mod, "iter_outcomes", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build(BuildConfig(git=(str(synthetic),), out=str(tmp_path), shard_size=4))
     names = sorted(p.name for p in tmp_path.iterdir())
