@@ -11,7 +11,7 @@ runs in processes (Ray actors), never threads. The pool owns:
   rollout ids, whatever the completion order;
 - data movement: each instance (code context + oracle files, shared by the group's 16
   rollouts) is put in the object store once per call; batches carry ObjectRefs and a worker
-  computes an instance's oracle diffs once per batch;
+  fetches an instance and computes its oracle diffs once per call, not once per batch;
 - failures: a worker that dies, or whose call exceeds `reward.call_timeout_s`, is killed and
   replaced, and its batch is redone. A batch that fails twice is split into single jobs, and a
   single job that fails twice is given up with reward 0 and a reason (counted in
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +41,8 @@ from reward import RewardResult, oracle_diffs, score_with_oracle_diffs
 
 # A batch (then a single job) is tried this many times before its jobs are given up.
 _MAX_ATTEMPTS = 2
+# Instances a worker keeps fetched and diffed (a step has prompts_per_step of them; 32 in the paper).
+_PREPARED_INSTANCES = 256
 
 
 @dataclass(frozen=True)
@@ -67,34 +69,43 @@ class RewardWorker:
 
     def __init__(self, max_pair_seconds: float):
         self.max_pair_seconds = max_pair_seconds
+        # ObjectRef hex -> (instance, its oracle diffs). A pool call puts each instance once and
+        # sends this worker several batches of its group: fetch and diff it once, not per batch.
+        self._prepared: OrderedDict[str, tuple[RewardInstance, dict[str, str | None]]] = OrderedDict()
 
     def pid(self) -> int:
         """The worker's process id (a readiness probe, and lets tests see replacements)."""
         return os.getpid()
 
+    def _prepare(self, value: RewardInstance | ray.ObjectRef) -> tuple[RewardInstance, dict[str, str | None]]:
+        key = value.hex() if isinstance(value, ray.ObjectRef) else None
+        if key is not None and key in self._prepared:
+            self._prepared.move_to_end(key)
+            return self._prepared[key]
+        # Nested ObjectRefs are not resolved by Ray: fetch here (a failure fails the call, and
+        # the pool redoes the batch).
+        instance = ray.get(value) if key is not None else value
+        entry = (instance, oracle_diffs(instance.code_context, instance.oracle_new_content))
+        if key is not None:
+            self._prepared[key] = entry
+            if len(self._prepared) > _PREPARED_INSTANCES:
+                self._prepared.popitem(last=False)
+        return entry
+
     def score(self, jobs: list[ScoreJob], instances: dict[str, RewardInstance]) -> list[ScoredJob]:
         """Score every job against its instance; an output never makes this raise."""
-        resolved = _resolve(instances)
-        oracles: dict[str, dict[str, str | None]] = {}
         scored = []
         for job in jobs:
-            instance = resolved[job.instance_id]
             try:
-                if job.instance_id not in oracles:
-                    oracles[job.instance_id] = oracle_diffs(instance.code_context, instance.oracle_new_content)
-                result = score_with_oracle_diffs(instance.code_context, oracles[job.instance_id], job.output,
+                instance, oracle = self._prepare(instances[job.instance_id])
+                result = score_with_oracle_diffs(instance.code_context, oracle, job.output,
                                                  max_pair_seconds=self.max_pair_seconds)
+            except RayError:
+                raise  # the object store failed, not the scorer: let the pool redo the batch
             except Exception as exc:  # a scorer bug costs this rollout its reward, not the step
                 result = RewardResult(0.0, f"internal error: {exc!r}")
             scored.append(ScoredJob(job.rollout_id, result))
         return scored
-
-
-def _resolve(instances: Mapping[str, Any]) -> dict[str, RewardInstance]:
-    """Instances passed as ObjectRefs (nested refs are not resolved by Ray) fetched in one call."""
-    refs = {key: value for key, value in instances.items() if isinstance(value, ray.ObjectRef)}
-    fetched = dict(zip(refs, ray.get(list(refs.values())))) if refs else {}
-    return {key: fetched[key] if key in fetched else value for key, value in instances.items()}
 
 
 @dataclass(frozen=True)

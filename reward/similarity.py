@@ -52,14 +52,27 @@ def work_units(a: Sequence[Hashable], b: Sequence[Hashable], *, autojunk: bool) 
     return len(a) + len(b) + pairs
 
 
-def over_cap(units: int, max_pair_seconds: float | None) -> bool:
-    """True when a comparison of this many units would exceed the cap (None = no cap)."""
-    return max_pair_seconds is not None and units * SECONDS_PER_UNIT > max_pair_seconds
+def over_cap(a: Sequence[Hashable], b: Sequence[Hashable], *, autojunk: bool, max_pair_seconds: float | None) -> bool:
+    """True when SequenceMatcher(None, a, b) would exceed the cap (None = no cap).
+
+    Counting the pairs costs a pass over both sequences, as much as comparing two small diffs:
+    it is skipped when even every pair matching (len(a) * len(b)) stays under the cap.
+    """
+    if max_pair_seconds is None:
+        return False
+    budget = max_pair_seconds / SECONDS_PER_UNIT
+    if len(a) * len(b) + len(a) + len(b) <= budget:
+        return False
+    return work_units(a, b, autojunk=autojunk) > budget
 
 
 def diff_body(old: str, new: str) -> str:
     """Rule 4 for one file: the unified diff without its two header lines ("" when unchanged)."""
-    lines = cydifflib.unified_diff(old.splitlines(), new.splitlines(), n=3, lineterm="")
+    return _diff_lines(old.splitlines(), new.splitlines())
+
+
+def _diff_lines(old_lines: list[str], new_lines: list[str]) -> str:
+    lines = cydifflib.unified_diff(old_lines, new_lines, n=3, lineterm="")
     return "\n".join(itertools.islice(lines, 2, None))
 
 
@@ -76,10 +89,10 @@ def file_diffs(code_context: Mapping[str, str], new_content: Mapping[str, str],
         old_lines, new_lines = code_context.get(path, "").splitlines(), new.splitlines()
         if old_lines == new_lines:
             continue
-        if over_cap(work_units(old_lines, new_lines, autojunk=True), max_pair_seconds):
+        if over_cap(old_lines, new_lines, autojunk=True, max_pair_seconds=max_pair_seconds):
             diffs[path] = None
             continue
-        diffs[path] = diff_body(code_context.get(path, ""), new)
+        diffs[path] = _diff_lines(old_lines, new_lines)
     return diffs
 
 
@@ -109,8 +122,8 @@ def compare_diffs(pred: Mapping[str, str | None], oracle: Mapping[str, str | Non
         left, right = pred.get(path, ""), oracle.get(path, "")
         if left == "" or right == "":
             ratios[path] = 0.0
-        elif left is None or right is None or over_cap(
-                work_units(left, right, autojunk=False), max_pair_seconds):
+        elif left is None or right is None or over_cap(left, right, autojunk=False,
+                                                        max_pair_seconds=max_pair_seconds):
             ratios[path] = 0.0
             timed_out.append(path)
         else:
