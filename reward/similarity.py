@@ -56,13 +56,16 @@ def over_cap(a: Sequence[Hashable], b: Sequence[Hashable], *, autojunk: bool, ma
     """True when SequenceMatcher(None, a, b) would exceed the cap (None = no cap).
 
     Counting the pairs costs a pass over both sequences, as much as comparing two small diffs:
-    it is skipped when even every pair matching (len(a) * len(b)) stays under the cap.
+    it is skipped when even every pair matching (len(a) * len(b)) stays under the cap, or when
+    the lengths alone exceed it.
     """
     if max_pair_seconds is None:
         return False
     budget = max_pair_seconds / SECONDS_PER_UNIT
     if len(a) * len(b) + len(a) + len(b) <= budget:
         return False
+    if len(a) + len(b) > budget:  # the lengths alone are over: no need to count
+        return True
     return work_units(a, b, autojunk=autojunk) > budget
 
 

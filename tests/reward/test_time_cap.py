@@ -9,6 +9,7 @@ import pytest
 
 from reward import score_output, score_patches
 from reward.apply import MAX_CONTENT_CHARS
+from reward.reference import reference_score_output
 from reward.similarity import SECONDS_PER_UNIT, compare_diffs, work_units
 
 
@@ -88,3 +89,19 @@ def test_score_patches_cap() -> None:
     capped = score_patches(oracle, pred, max_pair_seconds=1e-6)
     assert (capped.reward, capped.error, capped.timed_out) == (0.0, "timeout: a.py", True)
     assert score_patches(oracle, pred).reward > 0.0
+
+
+@pytest.mark.timeout(60)
+def test_enormous_adversarial_outputs_are_handled_in_linear_time() -> None:
+    # 20,000 unterminated blocks: the regular expression rescans the rest of the answer for each
+    # (quadratic, minutes); the parser finds no divider once and stops.
+    head = "```python\n### a.py\n<<<<<<< SEARCH\n" + "x = 1\n" * 20
+    unterminated = "<think>t</think><solution>" + head * 20_000 + "</solution>"
+    result = score_output(CONTEXT, ORACLE, unterminated, max_pair_seconds=10.0)
+    assert (result.reward, result.format_ok) == (-1.0, False)
+    # 20,000 valid blocks, each adding a line under "def": a 20,000-line file, scored exactly.
+    blocks = "```\n### a.py\n<<<<<<< SEARCH\ndef\n=======\ndef\n \n>>>>>>> REPLACE\n```\n" * 20_000
+    output = "<think>t</think><solution>" + blocks + "</solution>"
+    many = score_output(CONTEXT, ORACLE, output, max_pair_seconds=10.0)
+    assert 0.0 < many.reward < 0.01 and not many.timed_out
+    assert many.reward == reference_score_output(CONTEXT, ORACLE, output)
