@@ -124,11 +124,11 @@ class _Call:
 class RewardPool:
     """The driver's handle on the reward actors (Ray must already be initialised)."""
 
-    def __init__(self, cfg: RewardConfig, *, worker_cls: type = RewardWorker):
+    def __init__(self, cfg: RewardConfig):
         self.cfg = cfg
         # max_restarts=0: Ray must not restart a dead worker behind our back; the pool replaces it
         # and knows which batch to redo.
-        self._remote_cls = ray.remote(num_cpus=cfg.num_cpus, max_restarts=0)(worker_cls)
+        self._remote_cls = ray.remote(num_cpus=cfg.num_cpus, max_restarts=0)(RewardWorker)
         self._workers = [self._spawn() for _ in range(cfg.num_workers)]
         self._stats = {"reward_timeouts": 0, "reward_actor_restarts": 0, "reward_lost_jobs": 0}
         ray.get([worker.pid.remote() for worker in self._workers], timeout=cfg.call_timeout_s)

@@ -46,7 +46,7 @@ def _join(lines: list[str]) -> str:
 
 
 def _is_unique_at(text: str, lines: list[str], start: int, end: int) -> bool:
-    """Whether "\n" + lines[start:end] occurs in text (= "\n" + the file) only at line start."""
+    """Whether newline + lines[start:end] occurs in text (newline + the file) only at line start."""
     needle = "\n" + _join(lines[start:end])
     offset = len(_join(lines[:start])) + 1 if start else 0
     return text.find(needle) == offset and text.count(needle) == 1
