@@ -25,7 +25,11 @@ class RolloutFleet:
         self.info = ray.get([a.ready.remote() for a in self.actors], timeout=timeout_s)
 
     def _spawn(self, index: int) -> Any:
-        return self.remote_cls.options(num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus).remote(
+        # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
+        # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
+        env = {} if self.cfg.num_gpus > 0 else {"OMP_NUM_THREADS": str(self.cfg.cpu_threads)}
+        return self.remote_cls.options(num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus,
+                                       runtime_env={"env_vars": env}).remote(
             self.cfg, self.model_path, self.dtype, self.seed + index, f"rollout-{index}")
 
     @property

@@ -72,7 +72,10 @@ def _engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int) -> 
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cfg.kv_cache_gib)
         # One process: the worker (and our weight-sync extension) lives in this actor.
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-        args.update(enforce_eager=True, tensor_parallel_size=1)
+        # Chunked prefill is off on CPU: a partially prefilled request with its own seed makes
+        # vLLM-CPU 0.32 rewind a CPU generator's offset, which torch does not support
+        # ("CPU Generator does not use offset"). Per-request seeds keep groups reproducible.
+        args.update(enforce_eager=True, tensor_parallel_size=1, enable_chunked_prefill=False)
     else:
         args.update(tensor_parallel_size=cfg.tensor_parallel_size, gpu_memory_utilization=cfg.gpu_memory_utilization)
     return args

@@ -114,10 +114,23 @@ def digest(flat: torch.Tensor) -> str:
     return hashlib.sha256(flat.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+def listen_socket(host: str) -> socket.socket:
+    """A socket listening on (host, a free port), to host a TCPStore. torch's TCPStore binds to
+    every interface when it opens its own port; handed this socket instead, it listens on
+    `host` alone (127.0.0.1 on the laptop), and no other process can take the port meanwhile."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    sock.listen(128)
+    return sock
+
+
+def make_store(host: str, port: int, world_size: int, timeout_s: float, listen: socket.socket | None) -> dist.TCPStore:
+    """The rendezvous store: hosted on `listen` by the master (listen given), joined by the others."""
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if listen is None:
+        return dist.TCPStore(host, port, world_size, is_master=False, timeout=timeout)
+    return dist.TCPStore(host, port, world_size, is_master=True, timeout=timeout, master_listen_fd=listen.fileno())
 
 
 def _new_backend(spec: SyncGroupSpec, store: dist.Store, rank: int) -> dist.ProcessGroup:
@@ -131,12 +144,12 @@ def _new_backend(spec: SyncGroupSpec, store: dist.Store, rank: int) -> dist.Proc
     raise ValueError(f"sync backend {spec.backend!r}: accepted values are 'gloo', 'nccl'")
 
 
-def join_group(spec: SyncGroupSpec, rank: int) -> dist.ProcessGroup:
-    """Join the sync group as `rank` (rank 0 hosts the store). Blocks until all have joined."""
-    store = dist.TCPStore(
-        spec.host, spec.port, spec.world_size, is_master=(rank == 0),
-        timeout=datetime.timedelta(seconds=spec.timeout_s),
-    )
+def join_group(spec: SyncGroupSpec, rank: int, listen: socket.socket | None = None) -> dist.ProcessGroup:
+    """Join the sync group as `rank`; rank 0 hosts the store on `listen` (see listen_socket)
+    and must pass it. Blocks until all members have joined."""
+    if (rank == 0) != (listen is not None):
+        raise ValueError("sync rank 0, and only it, hosts the store: pass its listen socket")
+    store = make_store(spec.host, spec.port, spec.world_size, spec.timeout_s, listen)
     return _new_backend(spec, dist.PrefixStore("swe_rl_weight_sync", store), rank)
 
 

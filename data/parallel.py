@@ -13,8 +13,6 @@ On a cluster every node needs the project installed and the clone at the same pa
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -58,30 +56,12 @@ def ray_session(address: str, workers: int) -> Iterator[int]:
 
     Yields the number of CPUs the tasks can use. Always disconnects on exit.
     """
-    if not address:
-        _loopback_only()
     import ray
 
-    if address:
-        ray.init(address=address, logging_level="warning", log_to_driver=False)
-    else:
-        ray.init(address="local", num_cpus=workers, include_dashboard=False,
-                 logging_level="warning", log_to_driver=False)
+    from actors.cluster import init_ray
+
+    init_ray(address, num_cpus=workers, include_dashboard=False, logging_level="warning", log_to_driver=False)
     try:
         yield max(int(ray.cluster_resources().get("CPU", 1)), 1)
     finally:
         ray.shutdown()
-
-
-def _loopback_only() -> None:
-    """Keep every socket of a local Ray on 127.0.0.1 (DESIGN.md: measured with `ss -ltnp`).
-
-    Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER once, when `ray._private.ray_constants` is
-    first imported; its own processes read the environment. So the variable is set for them,
-    and the driver's constant is corrected when something imported Ray before us. A cluster
-    is joined by address instead and must not have this: its nodes need their real addresses.
-    """
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    constants = sys.modules.get("ray._private.ray_constants")
-    if constants is not None:
-        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]

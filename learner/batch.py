@@ -84,32 +84,49 @@ def snake_order(lengths: Sequence[int], num_ranks: int) -> list[list[int]]:
     return ranks
 
 
-def shard(samples: Sequence[TrainSample], num_ranks: int, micro_batch_size: int, pad_id: int) -> list[RankBatch]:
-    """Split a step's samples over ranks into equal numbers of micro-batches."""
-    if len(samples) % (num_ranks * micro_batch_size):
-        raise ValueError(
-            f"{len(samples)} samples do not split into {num_ranks} ranks x micro-batches of {micro_batch_size}")
-    lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in samples]
+def _dummy(pad_id: int) -> MicroBatch:
+    """A micro-batch with no completion token: zero loss, zero gradient, negligible cost. It
+    keeps every rank at the same number of backward passes."""
+    return collate([TrainSample([pad_id, pad_id], [], None, 0.0)], pad_id)
+
+
+def shard(samples: Sequence[TrainSample], *, num_ranks: int, micro_batch_size: int, pad_id: int,
+          drop_zero_advantage: bool) -> tuple[list[RankBatch], dict[str, float]]:
+    """Split a step's samples over ranks into micro-batches of at most `micro_batch_size`; every
+    rank gets the same number of micro-batches (at least one), since each backward pass is a
+    collective under ZeRO-2/3. Returns the rank batches and their padding statistics.
+
+    With `drop_zero_advantage` (exact only without a KL term: such a row's loss and gradient
+    are then exactly zero), rows whose advantage is 0, e.g. every row of a zero-signal group,
+    are not sent through the model at all. The normalisers still count them, so the update is
+    identical to training on the full batch.
+    """
     num_tokens = float(sum(len(s.completion_ids) for s in samples))
     num_seqs = float(sum(1 for s in samples if s.completion_ids))
+    keep = [s for s in samples if not (drop_zero_advantage and s.advantage == 0.0)]
+    lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in keep]
+    per_rank = snake_order(lengths, num_ranks)
+    micro_batches = max(1, max(-(-len(idx) // micro_batch_size) for idx in per_rank))
     batches = []
-    for idx in snake_order(lengths, num_ranks):
-        micro = [collate([samples[i] for i in idx[j : j + micro_batch_size]], pad_id)
-                 for j in range(0, len(idx), micro_batch_size)]
+    for idx in per_rank:
+        chunks = [idx[j : j + micro_batch_size] for j in range(0, len(idx), micro_batch_size)]
+        micro = [collate([keep[i] for i in c], pad_id) for c in chunks]
+        micro += [_dummy(pad_id) for _ in range(micro_batches - len(micro))]
         batches.append(RankBatch(micro, num_seqs=num_seqs, num_tokens=num_tokens))
-    return batches
+    return batches, padding_stats(batches, keep, micro_batch_size)
 
 
-def padding_stats(samples: Sequence[TrainSample], num_ranks: int, micro_batch_size: int) -> dict[str, float]:
-    """Padded fraction of the token slots with the length-sorted order vs the original order."""
+def padding_stats(batches: Sequence[RankBatch], samples: Sequence[TrainSample], micro_batch_size: int) -> dict[str, float]:
+    """Padded fraction of the token slots the learner computes, and of the same rows in their
+    original order (`samples`, in micro-batches of consecutive rows): the saving of sorting."""
+    real = slots = 0
+    for b in batches:
+        for mb in b.micro_batches:
+            if mb.completion_mask.any():
+                real += int(mb.attention_mask.sum())
+                slots += mb.attention_mask.size
     lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in samples]
-    real = float(sum(lengths))
-
-    def padded(groups: list[list[int]]) -> float:
-        slots = sum(len(g) * max(lengths[i] for i in g) for g in groups if g)
-        return 1.0 - real / slots if slots else 0.0
-
-    naive = [list(range(j, min(j + micro_batch_size, len(lengths)))) for j in range(0, len(lengths), micro_batch_size)]
-    sorted_groups = [r[j : j + micro_batch_size] for r in snake_order(lengths, num_ranks)
-                     for j in range(0, len(r), micro_batch_size)]
-    return {"pad_frac": padded(sorted_groups), "pad_frac_unsorted": padded(naive)}
+    naive = sum(len(c) * max(c) for c in (lengths[j : j + micro_batch_size] for j in range(0, len(lengths), micro_batch_size)))
+    return {"pad_frac": 1.0 - real / slots if slots else 0.0,
+            "pad_frac_unsorted": 1.0 - sum(lengths) / naive if naive else 0.0,
+            "rows_trained": float(sum(int(mb.completion_mask.any(axis=1).sum()) for b in batches for mb in b.micro_batches))}

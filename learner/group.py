@@ -62,7 +62,7 @@ class LearnerGroup:
                      world_size=cfg.num_ranks, micro_batches=micro_batches, seed=seed)
             for rank in range(cfg.num_ranks)
         ]
-        host, port = self._get(self.workers[0].address.remote())
+        host, port = self._get(self.workers[0].reserve_port.remote("deepspeed"))
         self.info = self._all("setup", host, port)
 
     def _get(self, refs: Any) -> Any:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from actors import weight_sync
+from actors.cluster import node_host
 from conf.config import LearnerConfig
 from learner import grpo
 from learner.batch import MicroBatch, RankBatch
@@ -53,6 +54,9 @@ def ds_config(cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size:
         "optimizer": {"type": "AdamW", "params": {"lr": cfg.lr, "betas": [0.9, 0.999], "eps": 1e-8,
                                                    "weight_decay": cfg.weight_decay, "torch_adam": True}},
         "gradient_clipping": cfg.grad_clip,
+        # We own the accumulation boundary: a step's micro-batch count varies (zero-advantage
+        # rows are not trained), so backward() accumulates and step() is the boundary.
+        "managed_gradient_accumulation": False,
         "zero_optimization": zero,
         "bf16": {"enabled": dtype == "bfloat16"},
         "steps_per_print": 2**31 - 1,
@@ -75,15 +79,16 @@ class LearnerWorker:
         self.updates = 0  # optimizer steps applied = the policy_version of these weights
         self._sync_group: Any = None
         self._sync_plan: list[weight_sync.Bucket] | None = None
+        self._listen: dict[str, Any] = {}  # purpose -> socket held for a TCPStore this rank hosts
 
     # -- set-up ---------------------------------------------------------------------------
 
-    def address(self) -> tuple[str, int]:
-        """This rank's node address and a free port on it (rank 0 hosts DeepSpeed's store)."""
-        import ray
-
-        host = "127.0.0.1" if os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0" else ray.util.get_node_ip_address()
-        return host, weight_sync.free_port(host)
+    def reserve_port(self, purpose: str) -> tuple[str, int]:
+        """Open a listening socket on this node for a store this rank will host ("deepspeed":
+        the learner group's rendezvous; "sync": the weight-sync group's). Returns (host, port)."""
+        sock = weight_sync.listen_socket(node_host())
+        self._listen[purpose] = sock
+        return sock.getsockname()[0], sock.getsockname()[1]
 
     def setup(self, master_addr: str, master_port: int) -> dict[str, Any]:
         os.environ.update(MASTER_ADDR=master_addr, MASTER_PORT=str(master_port), RANK=str(self.rank),
@@ -93,7 +98,11 @@ class LearnerWorker:
         import deepspeed
         from transformers import AutoModelForCausalLM
 
-        deepspeed.init_distributed(dist_backend="nccl" if _on_gpu() else "gloo")
+        backend = "nccl" if _on_gpu() else "gloo"
+        # Our own store (listening on master_addr only), then DeepSpeed adopts the initialised group.
+        store = weight_sync.make_store(master_addr, master_port, self.world_size, 1800.0, self._listen.pop("deepspeed", None))
+        torch.distributed.init_process_group(backend, store=store, rank=self.rank, world_size=self.world_size)
+        deepspeed.init_distributed(dist_backend=backend)
         torch.manual_seed(self.seed)
         config = ds_config(self.cfg, dtype=self.dtype, micro_batches=self.micro_batches, world_size=self.world_size)
         self._hf_ds_config = self._zero3_init_context(config)  # must outlive from_pretrained
@@ -163,7 +172,6 @@ class LearnerWorker:
                 kl_coef=self.cfg.kl_coef, aggregation=self.cfg.aggregation,
                 num_seqs=batch.num_seqs, num_tokens=batch.num_tokens)
             self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
-            self.engine.step()
             n = float(stats["num_tokens"])
             sums["loss"] += loss.item()
             sums["tokens"] += n
@@ -171,6 +179,7 @@ class LearnerWorker:
                 if key in stats:
                     sums[key] += float(stats[key]) * n
             sums["entropy"] += float((entropy * t["completion_mask"]).sum())
+        self.engine.step()
         self.updates += 1
         sums["grad_norm"] = float(self.engine.get_global_grad_norm() or 0.0)
         return sums
@@ -185,8 +194,8 @@ class LearnerWorker:
             logprobs, _ = self._logprobs(self.engine.module, t, 1.0)
             loss = -(logprobs * t["completion_mask"]).sum() / batch.num_tokens
             self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
-            self.engine.step()
             total += loss.item()
+        self.engine.step()
         return {"loss": total, "grad_norm": float(self.engine.get_global_grad_norm() or 0.0)}
 
     @torch.no_grad()
@@ -228,7 +237,7 @@ class LearnerWorker:
     def sync_join(self, spec: weight_sync.SyncGroupSpec, plan: list[weight_sync.Bucket]) -> None:
         self._sync_plan = plan
         if self.rank == 0:
-            self._sync_group = weight_sync.join_group(spec, 0)
+            self._sync_group = weight_sync.join_group(spec, 0, self._listen.pop("sync"))
 
     def sync_send(self) -> int:
         assert self._sync_plan is not None, "sync_join first"

@@ -35,36 +35,40 @@ def test_pack_unpack_roundtrip_and_digest():
         assert torch.equal(got["x"], tensors[0].to(got["x"].dtype))
 
 
-def _member(rank, spec, plan, queue):
+def _receiver(rank, spec, plan, queue):
     group = ws.join_group(spec, rank)
-    if rank == 0:
-        g = torch.Generator().manual_seed(0)
-        tensors = {s.name: torch.randn(s.shape, generator=g) for b in plan for s in b.slots}
-        ws.send(group, (ws.pack(b, [tensors[s.name] for s in b.slots]) for b in plan))
-        queue.put((rank, {k: v.numpy() for k, v in tensors.items()}))
-    else:
-        got = {k: v.clone().numpy() for k, v in ws.receive(group, plan, torch.device("cpu"))}
-        queue.put((rank, got))
+    queue.put((rank, {k: v.clone().numpy() for k, v in ws.receive(group, plan, torch.device("cpu"))}))
 
 
 def test_gloo_broadcast_delivers_every_tensor_to_every_receiver():
     plan = ws.plan_buckets([("w1", (64, 32), "float32"), ("b1", (32,), "float32"), ("w2", (32, 16), "float32")],
                            bucket_bytes=4096)
     assert len(plan) >= 2  # several buckets travel, in order
-    spec = ws.SyncGroupSpec("127.0.0.1", ws.free_port(), world_size=3, backend="gloo", timeout_s=60)
+    listen = ws.listen_socket("127.0.0.1")
+    spec = ws.SyncGroupSpec("127.0.0.1", listen.getsockname()[1], world_size=3, backend="gloo", timeout_s=60)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_member, args=(r, spec, plan, queue)) for r in range(3)]
+    procs = [ctx.Process(target=_receiver, args=(r, spec, plan, queue)) for r in (1, 2)]
     for p in procs:
         p.start()
+    group = ws.join_group(spec, 0, listen)  # this process is the sender, sync rank 0
+    g = torch.Generator().manual_seed(0)
+    tensors = {s.name: torch.randn(s.shape, generator=g) for b in plan for s in b.slots}
+    ws.send(group, (ws.pack(b, [tensors[s.name] for s in b.slots]) for b in plan))
     results = dict(queue.get(timeout=120) for _ in procs)
     for p in procs:
         p.join(timeout=60)
-    sent = results[0]
+    sent = {k: v.numpy() for k, v in tensors.items()}
     for r in (1, 2):
         assert set(results[r]) == set(sent)
         for name, value in sent.items():
             np.testing.assert_array_equal(results[r][name], value)
+
+
+def test_only_rank_zero_hosts_the_store():
+    spec = ws.SyncGroupSpec("127.0.0.1", 1, 2, "gloo", 1)
+    with pytest.raises(ValueError, match="only it, hosts the store"):
+        ws.join_group(spec, 0)
 
 
 def test_unknown_backend_is_named():

@@ -34,8 +34,8 @@ def test_unknown_key_is_rejected_with_its_name():
     (dict(trainer=dict(mode="fast")), "trainer.mode='fast': accepted values are 'sync'"),
     (dict(learner=dict(aggregation="sum")), "learner.aggregation='sum'"),
     (dict(group_size=1), "group_size=1"),
-    (dict(learner=dict(num_ranks=3)), "learner.num_ranks=3 must divide"),
-    (dict(learner=dict(micro_batch_size=5)), "learner.micro_batch_size=5"),
+    (dict(learner=dict(micro_batch_size=0)), "learner.micro_batch_size=0: must be >= 1"),
+    (dict(learner=dict(zero_stage=4)), "learner.zero_stage=4: accepted values are 1, 2, 3"),
     (dict(rollout=dict(oracle_samples_per_group=16)), "rollout.oracle_samples_per_group=16"),
     (dict(rollout=dict(temperature=0.0)), "rollout.temperature"),
 ])

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from learner.batch import TrainSample, collate, padding_stats, shard, snake_order
+from learner.batch import TrainSample, collate, shard, snake_order
 
 
 def test_collate_pads_and_masks():
@@ -33,19 +33,34 @@ def test_snake_order_balances_ranks():
 
 def test_shard_keeps_global_normalisers_and_every_sample():
     samples = [TrainSample([1] * (i + 1), [2] * (i % 3), [-1.0] * (i % 3), float(i)) for i in range(8)]
-    batches = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0)
+    batches, _ = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=False)
     assert len(batches) == 2 and all(len(b.micro_batches) == 2 for b in batches)
     assert all(b.num_tokens == sum(i % 3 for i in range(8)) for b in batches)
     assert all(b.num_seqs == sum(1 for i in range(8) if i % 3) for b in batches)
     advs = sorted(a for b in batches for mb in b.micro_batches for a in mb.advantages.tolist())
     assert advs == [float(i) for i in range(8)]
-    with pytest.raises(ValueError, match="do not split"):
-        shard(samples[:6], num_ranks=2, micro_batch_size=2, pad_id=0)
+    uneven, _ = shard(samples[:5], num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=False)
+    assert [len(b.micro_batches) for b in uneven] == [2, 2]  # 3 + 2 rows: the short rank is padded
+
+
+def test_zero_advantage_rows_are_dropped_but_still_normalise():
+    samples = [TrainSample([1, 2], [3, 4, 5], [-1.0] * 3, a) for a in (0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0)]
+    batches, stats = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=True)
+    # One row per rank is left: one micro-batch each, not the 2 the full batch would need.
+    assert [len(b.micro_batches) for b in batches] == [1, 1]
+    trained = [a for b in batches for mb in b.micro_batches for a, m in zip(mb.advantages, mb.completion_mask) if m.any()]
+    assert sorted(trained) == [-1.0, 1.0] and stats["rows_trained"] == 2
+    # The normalisers are the full batch's: 8 sequences, 24 tokens.
+    assert all(b.num_seqs == 8 and b.num_tokens == 24 for b in batches)
+    nothing, _ = shard(samples[:2], num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=True)
+    # A zero-signal step still runs one empty micro-batch per rank (the optimizer steps in lockstep).
+    assert [len(b.micro_batches) for b in nothing] == [1, 1]
+    assert not any(mb.completion_mask.any() for b in nothing for mb in b.micro_batches)
 
 
 def test_sorting_cuts_padding():
     # Alternating long/short: the original order pads every micro-batch to the long length.
-    samples = [TrainSample([1] * (100 if i % 2 else 10), [2], [-1.0], 0.0) for i in range(8)]
-    stats = padding_stats(samples, num_ranks=2, micro_batch_size=2)
+    samples = [TrainSample([1] * (100 if i % 2 else 10), [2], [-1.0], 1.0) for i in range(8)]
+    _, stats = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=True)
     assert stats["pad_frac"] == pytest.approx(0.0)
     assert stats["pad_frac_unsorted"] == pytest.approx(1 - (4 * 101 + 4 * 11) / (8 * 101))

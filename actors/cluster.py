@@ -1,0 +1,49 @@
+"""Starting or joining Ray: the one place that decides where the trainer's sockets listen.
+
+A local cluster (the laptop, tests) must keep every socket on 127.0.0.1. Ray binds some of
+them to the machine's network address even when told 127.0.0.1 unless
+RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (measured with `ss -ltnp`). Ray reads that variable once,
+when `ray._private.ray_constants` is first imported, while its own processes read the
+environment: so the variable is set for them and the driver's constant is corrected if Ray was
+imported before. A real cluster is joined by address and must not have this: its nodes need
+their real addresses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def loopback_only() -> None:
+    """Make a local Ray started after this call listen on 127.0.0.1 only."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
+
+
+def is_local_only() -> bool:
+    return os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0"
+
+
+def node_host() -> str:
+    """The address other processes reach this node's services on (127.0.0.1 when local)."""
+    import ray
+
+    return "127.0.0.1" if is_local_only() else ray.util.get_node_ip_address()
+
+
+def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, **kwargs: object) -> None:
+    """Join the cluster at `address` (or RAY_ADDRESS, as under `ray job submit`); with neither,
+    start a local one on 127.0.0.1 with `num_cpus` logical CPUs."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address or os.environ.get("RAY_ADDRESS"):
+        ray.init(address=address or None, **kwargs)
+        return
+    loopback_only()
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
+             dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
