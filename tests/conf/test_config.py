@@ -61,3 +61,12 @@ def test_every_field_has_a_comment():
             idx = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{f.name}:"))
             assert lines[idx - 1].strip().startswith("#"), f"{cls.__name__}.{f.name} has no comment line above it"
     assert source
+
+
+def test_docs_config_is_generated_from_the_schema():
+    from pathlib import Path
+
+    from conf.reference import render
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "config.md"
+    assert doc.read_text().strip() == render().strip(), "docs/config.md is stale: run `python -m conf.reference > docs/config.md`"
