@@ -1,0 +1,385 @@
+"""Evaluate a checkpoint: greedy and sampled answers to held-out issues, scored by the SWE-RL reward.
+
+    python -m learner.evaluate checkpoint=runs/default/hf data=demo [split=heldout]
+        [heldout_fraction=0.1] [samples=16] [temperature=1.0] [max_new_tokens=512] [out=runs/eval]
+    python -m learner.evaluate checkpoint=... data=... --oracle      # harness self-check
+
+The instances are those the trainer holds out with the same `heldout_fraction` (the hash rule
+of data.loader.is_heldout; `split=train` gives the others), or all of them when the fraction
+is 0; prompts are built as in training (data.prompt) and those over `max_prompt_tokens` are
+dropped and counted. Generation reuses the trainer's rollout worker in-process (same vLLM
+engine set-up, CPU or GPU): one greedy answer and `samples` sampled ones per instance.
+
+Reported, for greedy and for sampled answers (summary.json):
+- format_rate: answers that pass the reward's rules 1-2 (tags, at least one edit);
+- apply_rate: answers whose edits all apply, i.e. reward != -1 (the trainer's
+  format_error_rate is 1 - apply_rate);
+- mean_reward: the SWE-RL reward, with the trainer's time cap per diff pair;
+- exact_match_rate: the files the answer changes are exactly the files the oracle changes, with
+  exactly the oracle's new content;
+- sampled only: any_exact_rate (an instance with at least one exact sample: pass@N on exact
+  match) and mean_best_reward (the best of N, averaged over instances).
+predictions.jsonl is a SWE-bench predictions file of the greedy answers (`instance_id`,
+`model_name_or_path`, `model_patch`: a git-style unified diff of the answer's edits against
+the code context, "" for an answer whose edits do not apply), so that the official SWE-bench
+harness can run the repositories' tests on them elsewhere. answers.jsonl keeps every answer.
+
+`--oracle` replaces the model by reward.oracle_answer: format, apply, reward and exact match
+must all be 1.0 and every patch must apply (checked here with data.patching.apply_patch,
+`patch_roundtrip_failures`), which checks the data, the reward and the diff writer together.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import sys
+import time
+import zlib
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from conf.config import DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
+from data.loader import PromptItem, is_heldout, resolve_path, shard_files
+from data.patching import PatchError, apply_patch, parse_patch, split_lines
+from data.prompt import build_messages, encode_prompt
+from data.schema import files_to_dict, validate_instance
+from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
+from reward.apply import apply_edits
+from reward.parse import Rejected, parse_output
+
+# Prompts per generate call: progress is printed between calls; vLLM batches within each.
+PROMPTS_PER_CALL = 64
+
+
+@dataclass
+class EvalConfig:
+    # Hugging Face model directory to evaluate (the trainer writes one to <run_dir>/hf).
+    checkpoint: str = ""
+    # Instances: a Parquet file or directory of the schema, or "demo" (as data.path).
+    data: str = DataConfig.path
+    # "heldout": the instances training held out; "train": the others (needs heldout_fraction > 0).
+    split: str = "heldout"
+    # The trainer's data.heldout_fraction; 0 = evaluate every instance.
+    heldout_fraction: float = DataConfig.heldout_fraction
+    # Prompts longer than this many tokens are dropped and counted (as in training).
+    max_prompt_tokens: int = DataConfig.max_prompt_tokens
+    # Evaluate at most this many instances (in file order); 0 = all.
+    limit: int = 0
+    # Sampled answers per instance (the trainer's group size by default).
+    samples: int = TrainConfig.group_size
+    # Sampling temperature and nucleus of the sampled answers (greedy ones use neither).
+    temperature: float = RolloutConfig.temperature
+    top_p: float = RolloutConfig.top_p
+    # Completion length limit, and the engine's context length.
+    max_new_tokens: int = RolloutConfig.max_new_tokens
+    max_model_len: int = RolloutConfig.max_model_len
+    # Engine set-up, as for the rollout actors (tensor parallel and memory apply on GPU only).
+    dtype: str = ModelConfig.dtype
+    tensor_parallel_size: int = RolloutConfig.tensor_parallel_size
+    gpu_memory_utilization: float = RolloutConfig.gpu_memory_utilization
+    kv_cache_gib: int = RolloutConfig.kv_cache_gib
+    # The reward's time cap per diff pair, as in training.
+    max_pair_seconds: float = RewardConfig.max_pair_seconds
+    # Seeds the engine and each instance's samples.
+    seed: int = 0
+    # Output directory: summary.json, predictions.jsonl, answers.jsonl.
+    out: str = "runs/eval"
+    # model_name_or_path in the predictions file; "" = the checkpoint path.
+    model_name: str = ""
+    # Replace the model's answers by the oracle answer (a self-check of data, reward and diffs).
+    oracle: bool = False
+
+
+class EvalConfigError(ValueError):
+    """A bad argument; the message names it."""
+
+
+def parse_args(argv: list[str]) -> EvalConfig:
+    """`key=value` arguments (and `--oracle`) -> a validated EvalConfig; unknown keys are named."""
+    dotlist = ["oracle=true" if a == "--oracle" else a for a in argv]
+    bad = [a for a in dotlist if "=" not in a]
+    if bad:
+        raise EvalConfigError(f"arguments must be key=value, got {bad}; keys: {', '.join(EvalConfig.__dataclass_fields__)}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(EvalConfig), OmegaConf.from_dotlist(dotlist))
+    except OmegaConfBaseException as exc:  # an unknown key or a value of the wrong type
+        raise EvalConfigError(f"{exc.full_key}: {str(exc).splitlines()[0]}") from exc
+    cfg = OmegaConf.to_object(merged)
+    assert isinstance(cfg, EvalConfig)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: EvalConfig) -> None:
+    if not cfg.checkpoint:
+        raise EvalConfigError("checkpoint=PATH is required (a Hugging Face model directory, e.g. <run_dir>/hf)")
+    if not (Path(cfg.checkpoint) / "config.json").is_file():
+        raise EvalConfigError(f"checkpoint={cfg.checkpoint!r}: no config.json there (not a Hugging Face model directory)")
+    if cfg.split not in ("heldout", "train"):
+        raise EvalConfigError(f"split={cfg.split!r}: accepted values are 'heldout', 'train'")
+    if not 0.0 <= cfg.heldout_fraction < 1.0:
+        raise EvalConfigError(f"heldout_fraction={cfg.heldout_fraction}: must be in [0, 1)")
+    if cfg.split == "train" and cfg.heldout_fraction == 0:
+        raise EvalConfigError("split=train needs heldout_fraction > 0 (with 0 every instance is evaluated)")
+    if cfg.samples < 1 or cfg.max_new_tokens < 1 or cfg.limit < 0:
+        raise EvalConfigError("samples and max_new_tokens must be >= 1, limit >= 0")
+    if cfg.temperature <= 0:
+        raise EvalConfigError(f"temperature={cfg.temperature}: must be > 0 (greedy answers are always made too)")
+    if cfg.dtype not in ("float32", "bfloat16"):
+        raise EvalConfigError(f"dtype={cfg.dtype!r}: accepted values are 'float32', 'bfloat16'")
+
+
+# -- instances --------------------------------------------------------------------------------
+
+@dataclass
+class Selection:
+    items: list[PromptItem]
+    split: str  # "heldout", "train" or "all"
+    skipped_other_split: int = 0
+    dropped_too_long: int = 0
+
+
+def select_items(cfg: EvalConfig, tokenizer: Any) -> Selection:
+    """The split's instances in file order, as the trainer's loader splits and encodes them."""
+    split = cfg.split if cfg.heldout_fraction > 0 else "all"
+    sel = Selection([], split)
+    for shard in shard_files(resolve_path(cfg.data)):
+        for i, row in enumerate(pq.read_table(shard).to_pylist()):
+            validate_instance(row, where=f"{shard}: row {i}")
+            if split != "all" and is_heldout(row["instance_id"], cfg.heldout_fraction) != (split == "heldout"):
+                sel.skipped_other_split += 1
+                continue
+            ids = encode_prompt(tokenizer, build_messages(row))
+            if len(ids) > cfg.max_prompt_tokens:
+                sel.dropped_too_long += 1
+                continue
+            sel.items.append(PromptItem(row["instance_id"], ids, row))
+            if cfg.limit and len(sel.items) >= cfg.limit:
+                return sel
+    return sel
+
+
+# -- answers ------------------------------------------------------------------------------------
+
+def oracle_texts(items: list[PromptItem]) -> list[str]:
+    """The oracle answer of each instance ("" where the format cannot express the change)."""
+    texts = []
+    for it in items:
+        try:
+            texts.append(oracle_answer(files_to_dict(it.instance["code_context"]),
+                                       files_to_dict(it.instance["oracle_new_content"])))
+        except OracleAnswerError as exc:
+            print(f"[eval] {it.instance_id}: no oracle answer ({exc})", file=sys.stderr, flush=True)
+            texts.append("")
+    return texts
+
+
+def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
+    """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
+    from actors.rollout import GenerationRequest, RolloutWorker
+
+    engine_cfg = RolloutConfig(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                               max_model_len=cfg.max_model_len, tensor_parallel_size=cfg.tensor_parallel_size,
+                               gpu_memory_utilization=cfg.gpu_memory_utilization, kv_cache_gib=cfg.kv_cache_gib)
+    worker = RolloutWorker(engine_cfg, cfg.checkpoint, cfg.dtype, cfg.seed, actor_id="eval")
+    greedy_cfg = replace(engine_cfg, temperature=0.0, top_p=1.0)  # vLLM: temperature 0 = greedy
+    try:
+        greedy: list[str] = []
+        sampled: list[list[str]] = []
+        for start in range(0, len(items), PROMPTS_PER_CALL):
+            chunk = items[start:start + PROMPTS_PER_CALL]
+            seeds = [zlib.crc32(f"{cfg.seed}/{it.instance_id}".encode()) & 0x7FFFFFFF for it in chunk]
+            # The worker samples with its config's settings: swap in greedy ones for that call.
+            worker.cfg = greedy_cfg
+            greedy += [r.completions[0].text for r in worker.generate(
+                [GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s) for it, s in zip(chunk, seeds)])]
+            worker.cfg = engine_cfg
+            sampled += [[c.text for c in r.completions] for r in worker.generate(
+                [GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s) for it, s in zip(chunk, seeds)])]
+            print(f"[eval] generated {len(greedy)}/{len(items)} instances", file=sys.stderr, flush=True)
+        return greedy, sampled
+    finally:
+        worker.shutdown()
+
+
+# -- scoring and patches ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Outcome:
+    reward: float
+    error: str | None
+    format_ok: bool
+    exact: bool
+    new_content: dict[str, str] | None  # the files the answer changes; None when it does not apply
+
+
+def changed_files(context: dict[str, str], files: dict[str, str]) -> dict[str, str]:
+    return {p: c for p, c in files.items() if c != context.get(p, "")}
+
+
+def score(context: dict[str, str], oracle: dict[str, str], oracle_diff: dict[str, str | None], text: str,
+          max_pair_seconds: float) -> Outcome:
+    """The SWE-RL reward of one answer, plus whether its edits rebuild exactly the oracle's files."""
+    result = score_with_oracle_diffs(context, oracle_diff, text, max_pair_seconds=max_pair_seconds)
+    if result.reward == -1.0:
+        return Outcome(result.reward, result.error, result.format_ok, False, None)
+    applied = apply_edits(context, parse_output(text))  # cannot raise: the reward applied the same edits
+    if applied.oversized:
+        return Outcome(result.reward, result.error, True, False, None)
+    new = changed_files(context, applied.new_content)
+    return Outcome(result.reward, result.error, True, new == changed_files(context, oracle), new)
+
+
+def file_patch(path: str, old: str | None, new: str | None) -> str:
+    """Git-style unified diff of one file (old None = created, new None = deleted), with git's
+    "\\ No newline at end of file" marker where a side does not end with a newline, so that
+    `git apply` (and data.patching.apply_patch) rebuild the content byte for byte."""
+    header = [f"diff --git a/{path} b/{path}\n"]
+    if old is None:
+        header.append("new file mode 100644\n")
+    elif new is None:
+        header.append("deleted file mode 100644\n")
+    lines = difflib.unified_diff(split_lines(old or ""), split_lines(new or ""),
+                                 "/dev/null" if old is None else f"a/{path}", "/dev/null" if new is None else f"b/{path}", n=3)
+    return "".join(header) + "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
+
+
+def created_by_oracle(instance: dict[str, Any]) -> set[str]:
+    """Paths the oracle patch creates: their code_context entry is "" but they do not exist yet."""
+    try:
+        return {fp.new_path for fp in parse_patch(instance["patch"]) if fp.old_path is None and fp.new_path}
+    except PatchError:
+        return set()
+
+
+def model_patch(instance: dict[str, Any], new_content: dict[str, str] | None) -> str:
+    """The answer's edits as one diff against the code context ("" when they do not apply).
+    In the schema a deleted file has content "": such a file becomes a deletion."""
+    if not new_content:
+        return ""
+    context, created = files_to_dict(instance["code_context"]), created_by_oracle(instance)
+    parts = []
+    for path, new in new_content.items():
+        old = None if path not in context or path in created else context[path]
+        parts.append(file_patch(path, old, None if new == "" and old else new))
+    return "".join(parts)
+
+
+def patch_roundtrips(instance: dict[str, Any], patch: str, new_content: dict[str, str] | None) -> bool:
+    """Whether the patch, applied to the code context, gives exactly the answer's files."""
+    if not patch:
+        return not new_content
+    try:
+        rebuilt = apply_patch(files_to_dict(instance["code_context"]), patch)
+    except PatchError:
+        return False
+    return rebuilt == new_content
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+def rates(outcomes: list[Outcome]) -> dict[str, float]:
+    return {"answers": len(outcomes),
+            "format_rate": _mean([float(o.format_ok) for o in outcomes]),
+            "apply_rate": _mean([float(o.reward != -1.0) for o in outcomes]),
+            "mean_reward": _mean([o.reward for o in outcomes]),
+            "exact_match_rate": _mean([float(o.exact) for o in outcomes])}
+
+
+def sampled_rates(groups: list[list[Outcome]]) -> dict[str, float]:
+    return rates([o for g in groups for o in g]) | {
+        "any_exact_rate": _mean([float(any(o.exact for o in g)) for g in groups]),
+        "mean_best_reward": _mean([max(o.reward for o in g) for g in groups if g])}
+
+
+@dataclass
+class Report:
+    summary: dict[str, Any]
+    predictions: list[dict[str, str]] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+
+def evaluate(cfg: EvalConfig) -> Report:
+    """Select, generate (or take the oracle's answers), score; nothing is written here."""
+    from transformers import AutoTokenizer
+
+    start = time.perf_counter()
+    sel = select_items(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
+    print(f"[eval] {len(sel.items)} instances (split {sel.split}; {sel.dropped_too_long} prompts over "
+          f"{cfg.max_prompt_tokens} tokens dropped)", file=sys.stderr, flush=True)
+    if cfg.oracle:
+        greedy = oracle_texts(sel.items)
+        sampled = [[text] * cfg.samples for text in greedy]
+    else:
+        greedy, sampled = generate_texts(cfg, sel.items) if sel.items else ([], [])
+    name = cfg.model_name or ("oracle" if cfg.oracle else cfg.checkpoint)
+    report = Report({})
+    greedy_outcomes, sampled_outcomes, roundtrip_failures = [], [], 0
+    for item, text, texts in zip(sel.items, greedy, sampled, strict=True):
+        context, oracle = files_to_dict(item.instance["code_context"]), files_to_dict(item.instance["oracle_new_content"])
+        diffs = oracle_diffs(context, oracle)
+        g = score(context, oracle, diffs, text, cfg.max_pair_seconds)
+        s = [score(context, oracle, diffs, t, cfg.max_pair_seconds) for t in texts]
+        patch = model_patch(item.instance, g.new_content)
+        roundtrip_failures += not patch_roundtrips(item.instance, patch, g.new_content)
+        greedy_outcomes.append(g)
+        sampled_outcomes.append(s)
+        report.predictions.append({"instance_id": item.instance_id, "model_name_or_path": name, "model_patch": patch})
+        report.answers.append({"instance_id": item.instance_id,
+                               "greedy": _answer(text, g),
+                               "sampled": [_answer(t, o) for t, o in zip(texts, s, strict=True)]})
+    report.summary = {
+        "checkpoint": cfg.checkpoint, "data": cfg.data, "split": sel.split, "mode": "oracle" if cfg.oracle else "model",
+        "instances": len(sel.items), "skipped_other_split": sel.skipped_other_split,
+        "dropped_too_long": sel.dropped_too_long, "patch_roundtrip_failures": roundtrip_failures,
+        "greedy": rates(greedy_outcomes),
+        "sampled": sampled_rates(sampled_outcomes) | {"samples_per_instance": cfg.samples, "temperature": cfg.temperature},
+        "config": asdict(cfg), "seconds": round(time.perf_counter() - start, 2),
+    }
+    return report
+
+
+def _answer(text: str, o: Outcome) -> dict[str, Any]:
+    return {"reward": o.reward, "error": o.error, "format_ok": o.format_ok, "exact": o.exact, "text": text}
+
+
+def write(report: Report, out: str) -> Path:
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("predictions.jsonl", report.predictions), ("answers.jsonl", report.answers)):
+        with open(out_dir / name, "w") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+    (out_dir / "summary.json").write_text(json.dumps(report.summary, indent=2) + "\n")
+    return out_dir
+
+
+def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return 0
+    try:
+        cfg = parse_args(argv)
+    except EvalConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report = evaluate(cfg)
+    out_dir = write(report, cfg.out)
+    summary = {k: report.summary[k] for k in ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled")}
+    print(json.dumps(summary, indent=2))
+    print(f"[eval] wrote {out_dir}/summary.json, predictions.jsonl, answers.jsonl", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
