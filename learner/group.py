@@ -76,6 +76,11 @@ class LearnerGroup:
         parts = self._get([w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)])
         return combine_stats(parts)
 
+    def probe_step(self, batches: list[RankBatch]) -> tuple[dict[str, float], np.ndarray]:
+        """`train_step`, also returning the full flat gradient the optimizer received (tests)."""
+        parts = self._get([w.probe_step.remote(b) for w, b in zip(self.workers, batches, strict=True)])
+        return combine_stats([p[0] for p in parts]), parts[0][1]
+
     def sft_step(self, batches: list[RankBatch]) -> dict[str, float]:
         parts = self._get([w.sft_step.remote(b) for w, b in zip(self.workers, batches, strict=True)])
         return {"sft_loss": sum(p["loss"] for p in parts), "grad_norm": parts[0]["grad_norm"]}

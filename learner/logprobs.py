@@ -57,7 +57,9 @@ def completion_logprobs(
     """
     decoder = model.get_decoder()
     lm_head = model.get_output_embeddings()
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # [B, L, H]
+    # use_cache=False: otherwise the decoder builds a KV cache (every layer's keys and values)
+    # that nothing reads, which under no_grad (reference and old-policy passes) is pure waste.
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state  # [B, L, H]
     seq_len = input_ids.shape[1]
     steps = torch.arange(completion_len, device=input_ids.device)  # [T]
     # Token j of the completion sits at prompt_len + j and is predicted from the position before.

@@ -5,11 +5,20 @@ receives its share of each step's batch as padded micro-batches (learner/batch.p
 optimizer step covers the whole batch (gradient accumulation over the micro-batches), as in
 the paper (one update per 512 rollouts).
 
-Gradient scaling: each micro-batch's loss is already divided by the whole step's normaliser
-(learner/grpo.py), so the sum over micro-batches and ranks is the step's loss. DeepSpeed
-would also divide by the accumulation steps (we pass scale_wrt_gas=False) and averages
-gradients over the data-parallel ranks (we multiply by world_size to undo it). The update is
-then the gradient of exactly the documented loss, however the batch is split.
+Gradient scaling (docs/learner.md has the argument; tests/learner/test_deepspeed.py checks it
+against one rank and one micro-batch to float32 round-off): each micro-batch's loss is divided
+by the whole step's normaliser (learner/grpo.py), so the sum over micro-batches and ranks is
+the step's loss. With `managed_gradient_accumulation: false` we own the boundary: backward()
+only accumulates, step() reduces and applies. `scale_wrt_gas=False` stops DeepSpeed dividing
+each loss by its nominal accumulation steps, and the reduction averages over the data-parallel
+ranks, which the factor world_size on each loss undoes. The update is the gradient of exactly
+the documented loss, however the batch is split.
+
+Every forward of the policy goes through `engine(...)`: the engine wraps `_PolicyLogprobs`,
+whose forward is the chunked logprob computation. engine.forward does bookkeeping that a direct
+call to the module skips; under ZeRO-3 it advances the micro-step counter without which each
+micro-batch's gradient overwrote the previous one instead of adding to it (measured: only the
+last micro-batch survived).
 
 CPU vs GPU: gloo vs NCCL for DeepSpeed's group, fp32 vs bf16 (DeepSpeed's bf16 mode keeps
 fp32 master weights in the optimizer); both are chosen in `setup` from the device present.
@@ -18,7 +27,9 @@ fp32 master weights in the optimizer); both are chosen in `setup` from the devic
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import random
 import shutil
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -35,6 +46,9 @@ from learner import grpo
 from learner.batch import MicroBatch, RankBatch
 from learner.logprobs import completion_logprobs
 
+_STATE_TAG = "deepspeed"  # save_state's sub-directory for DeepSpeed's files (a fixed name, no "latest" file)
+_STATE_META = "learner_state.json"
+
 
 def _on_gpu() -> bool:
     return torch.cuda.is_available()
@@ -43,7 +57,10 @@ def _on_gpu() -> bool:
 def ds_config(cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size: int) -> dict[str, Any]:
     """The DeepSpeed config, derived from LearnerConfig (DeepSpeed's own JSON is not exposed:
     one home per default). The learning rate is set per step by the worker (warmup, SFT)."""
-    zero: dict[str, Any] = {"stage": cfg.zero_stage, "overlap_comm": _on_gpu(), "contiguous_gradients": True}
+    # overlap_comm overlaps the gradient reduction with backward: a GPU feature, and DeepSpeed
+    # accepts it with our own accumulation boundary only where gradients are partitioned (2, 3).
+    zero: dict[str, Any] = {"stage": cfg.zero_stage, "overlap_comm": _on_gpu() and cfg.zero_stage >= 2,
+                            "contiguous_gradients": True}
     if cfg.zero_stage == 3:
         # Keep every parameter partitioned between uses, so weight sync can gather bucket by bucket.
         zero.update(stage3_param_persistence_threshold=0, stage3_prefetch_bucket_size=int(5e7))
@@ -71,6 +88,41 @@ def lr_at(cfg: LearnerConfig, update: int) -> float:
     return cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps)
 
 
+class _PolicyLogprobs(torch.nn.Module):
+    """The policy as DeepSpeed holds it: `lm` is the Hugging Face model, and forward returns
+    completion logprobs (and entropy) without materialising full logits (learner/logprobs.py)."""
+
+    def __init__(self, lm: torch.nn.Module) -> None:
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_lens: torch.Tensor, *,
+                completion_len: int, temperature: float, chunk_tokens: int, with_entropy: bool
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        return completion_logprobs(self.lm, input_ids, attention_mask, prompt_lens, completion_len,
+                                   temperature=temperature, chunk_tokens=chunk_tokens, with_entropy=with_entropy)
+
+
+def _local_numel(p: torch.nn.Parameter) -> int:
+    """Elements this rank stores (ZeRO-3 keeps a shard in ds_tensor and an empty .data)."""
+    return int(p.ds_tensor.numel()) if hasattr(p, "ds_tensor") else p.numel()
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if _on_gpu():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and _on_gpu():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
 class LearnerWorker:
     def __init__(self, cfg: LearnerConfig, *, model_path: str, dtype: str, temperature: float, rank: int,
                  world_size: int, micro_batches: int, seed: int) -> None:
@@ -91,6 +143,8 @@ class LearnerWorker:
         return sock.getsockname()[0], sock.getsockname()[1]
 
     def setup(self, master_addr: str, master_port: int) -> dict[str, Any]:
+        """Join DeepSpeed's group and build the engine (and the reference model when kl_coef > 0).
+        Returns what this rank holds: parameters in the model and stored here (ZeRO-3 shards)."""
         os.environ.update(MASTER_ADDR=master_addr, MASTER_PORT=str(master_port), RANK=str(self.rank),
                           WORLD_SIZE=str(self.world_size), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
         if not _on_gpu():
@@ -109,9 +163,14 @@ class LearnerWorker:
         model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
         if self.cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.engine, *_ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+        self.engine, *_ = deepspeed.initialize(model=_PolicyLogprobs(model), model_parameters=model.parameters(),
+                                               config=config)
         self.ref = self._load_reference(config) if self.cfg.kl_coef > 0 else None
-        return {"rank": self.rank, "pid": os.getpid(), "params": sum(p.numel() for p in model.parameters())}
+        ref_params = list(self.ref.parameters()) if self.ref is not None else []
+        return {"rank": self.rank, "pid": os.getpid(),
+                "params": sum(int(getattr(p, "ds_numel", p.numel())) for p in model.parameters()),
+                "params_local": sum(_local_numel(p) for p in model.parameters()),
+                "reference": self.ref is not None, "reference_params_local": sum(_local_numel(p) for p in ref_params)}
 
     def _zero3_init_context(self, config: dict[str, Any]) -> Any:
         if self.cfg.zero_stage != 3:
@@ -130,9 +189,16 @@ class LearnerWorker:
         ref.requires_grad_(False)
         if self.cfg.zero_stage != 3:
             return ref.to(torch.bfloat16) if self.dtype == "bfloat16" else ref
-        # ZeRO-3: partition the reference too (no optimizer), or each rank holds a full copy.
+        # ZeRO-3: partition the reference too (an engine without optimizer), or each rank would
+        # hold a full copy. It is only ever run under no_grad, so calling its module directly
+        # (ZeRO-3's gather hooks live on the submodules) is enough.
         ref_config = {k: v for k, v in config.items() if k not in ("optimizer", "gradient_clipping")}
         return deepspeed.initialize(model=ref, config=ref_config)[0].module
+
+    @property
+    def _lm(self) -> torch.nn.Module:
+        """The Hugging Face model inside the engine (parameter names as the engines expect them)."""
+        return self.engine.module.lm
 
     # -- training -------------------------------------------------------------------------
 
@@ -142,15 +208,42 @@ class LearnerWorker:
         return {k: torch.tensor(getattr(mb, k), device=device)
                 for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")}
 
-    def _logprobs(self, model: torch.nn.Module, t: dict[str, torch.Tensor], temperature: float,
-                  with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        return completion_logprobs(model, t["input_ids"], t["attention_mask"], t["prompt_lens"],
-                                   t["completion_mask"].shape[1], temperature=temperature,
-                                   chunk_tokens=self.cfg.logprob_chunk_tokens, with_entropy=with_entropy)
+    def _width(self, t: dict[str, torch.Tensor]) -> int:
+        """Completion positions to project. Under ZeRO-3 every call of the LM head is a collective
+        (it gathers the head's shards), so every rank must make the same number of calls: all
+        use the widest micro-batch's width among the ranks (the extra positions are masked)."""
+        width = t["completion_mask"].shape[1]
+        if self.cfg.zero_stage != 3 or self.world_size == 1:
+            return width
+        w = torch.tensor([width], device=self.engine.device)
+        torch.distributed.all_reduce(w, op=torch.distributed.ReduceOp.MAX)
+        return int(w.item())
+
+    def _policy_logprobs(self, t: dict[str, torch.Tensor], temperature: float,
+                         with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """[b, T] logprobs and entropy of the micro-batch's completion tokens under the policy."""
+        width = self._width(t)
+        lp, ent = self.engine(t["input_ids"], t["attention_mask"], t["prompt_lens"], completion_len=width,
+                              temperature=temperature, chunk_tokens=self.cfg.logprob_chunk_tokens,
+                              with_entropy=with_entropy)
+        n = t["completion_mask"].shape[1]
+        return lp[:, :n], ent[:, :n]
+
+    @torch.no_grad()
+    def _ref_logprobs(self, t: dict[str, torch.Tensor], temperature: float) -> torch.Tensor:
+        assert self.ref is not None
+        lp, _ = completion_logprobs(self.ref, t["input_ids"], t["attention_mask"], t["prompt_lens"], self._width(t),
+                                    temperature=temperature, chunk_tokens=self.cfg.logprob_chunk_tokens)
+        return lp[:, : t["completion_mask"].shape[1]]
 
     def _set_lr(self, lr: float) -> None:
         for group in self.engine.optimizer.param_groups:
             group["lr"] = lr
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        # x world_size undoes the data-parallel averaging; scale_wrt_gas=False skips the division
+        # by the nominal accumulation steps: the summed gradient is that of the step's loss.
+        self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
 
     def train_step(self, batch: RankBatch) -> dict[str, float]:
         """One GRPO update over this rank's share; returns sums that the group adds up."""
@@ -160,18 +253,15 @@ class LearnerWorker:
                                   "ratio_mean": 0.0, "kl_ref": 0.0, "entropy": 0.0}
         for mb in batch.micro_batches:
             t = self._tensors(mb)
-            logprobs, entropy = self._logprobs(self.engine.module, t, self.temperature, with_entropy=True)
+            logprobs, entropy = self._policy_logprobs(t, self.temperature, with_entropy=True)
             # NaN marks samples without engine logprobs: their behaviour policy is this one.
             old = torch.where(torch.isnan(t["logprobs_old"]), logprobs.detach(), t["logprobs_old"])
-            ref = None
-            if self.ref is not None:
-                with torch.no_grad():
-                    ref = self._logprobs(self.ref, t, self.temperature)[0]
+            ref = self._ref_logprobs(t, self.temperature) if self.ref is not None else None
             loss, stats = grpo.policy_loss(
                 logprobs, old, ref, t["advantages"], t["completion_mask"], clip_eps=self.cfg.clip_eps,
                 kl_coef=self.cfg.kl_coef, aggregation=self.cfg.aggregation,
                 num_seqs=batch.num_seqs, num_tokens=batch.num_tokens)
-            self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
+            self._backward(loss)
             n = float(stats["num_tokens"])
             sums["loss"] += loss.item()
             sums["tokens"] += n
@@ -184,6 +274,27 @@ class LearnerWorker:
         sums["grad_norm"] = float(self.engine.get_global_grad_norm() or 0.0)
         return sums
 
+    def probe_step(self, batch: RankBatch) -> tuple[dict[str, float], np.ndarray | None]:
+        """`train_step`, also returning the full gradient the optimizer receives (rank 0; None
+        elsewhere): after DeepSpeed's reduction over ranks and micro-batches, before clipping.
+        For tests and debugging: it gathers every parameter's gradient onto every rank."""
+        from deepspeed.utils import safe_get_full_grad
+
+        optimizer, grads = self.engine.optimizer, []
+
+        def gather_then_step(*args: Any, **kwargs: Any) -> Any:
+            # engine.step() calls this after its boundary reduction (all stages) and before any
+            # update: the moment DeepSpeed documents safe_get_full_grad for.
+            grads.extend(safe_get_full_grad(p).detach().float().reshape(-1).cpu() for _, p in self._named_params())
+            return type(optimizer).step(optimizer, *args, **kwargs)
+
+        optimizer.step = gather_then_step  # an instance attribute shadows the class's step for one call
+        try:
+            stats = self.train_step(batch)
+        finally:
+            del optimizer.step
+        return stats, (torch.cat(grads).numpy() if self.rank == 0 else None)
+
     def sft_step(self, batch: RankBatch) -> dict[str, float]:
         """One supervised step on oracle answers: mean negative logprob per completion token."""
         self._set_lr(self.cfg.sft_lr)
@@ -191,9 +302,9 @@ class LearnerWorker:
         total = 0.0
         for mb in batch.micro_batches:
             t = self._tensors(mb)
-            logprobs, _ = self._logprobs(self.engine.module, t, 1.0)
+            logprobs, _ = self._policy_logprobs(t, 1.0)
             loss = -(logprobs * t["completion_mask"]).sum() / batch.num_tokens
-            self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
+            self._backward(loss)
             total += loss.item()
         self.engine.step()
         return {"loss": total, "grad_norm": float(self.engine.get_global_grad_norm() or 0.0)}
@@ -203,16 +314,51 @@ class LearnerWorker:
         """Logprob of each token after the first given its prefix (compared with the engine's)."""
         self.engine.eval()
         ids = torch.tensor([token_ids], device=self.engine.device)
-        lp, _ = completion_logprobs(self.engine.module, ids, torch.ones_like(ids), torch.tensor([1], device=ids.device),
+        lp, _ = completion_logprobs(self._lm, ids, torch.ones_like(ids), torch.tensor([1], device=ids.device),
                                     len(token_ids) - 1, temperature=temperature)
         return lp[0].float().cpu().tolist()
+
+    # -- state (checkpoints) --------------------------------------------------------------
+
+    def save_state(self, state_dir: str) -> None:
+        """Write this rank's part of the learner state under `state_dir` and nowhere else:
+        DeepSpeed's checkpoint (weights, optimizer moments, its step counters; each rank writes
+        its own ZeRO shards, so on a cluster `state_dir` is shared storage), this rank's RNG
+        states, and (rank 0) the update count and the layout the shards need to load."""
+        out = Path(state_dir)
+        self.engine.save_checkpoint(str(out), tag=_STATE_TAG, save_latest=False)
+        torch.save(_rng_state(), out / _STATE_TAG / f"rng_rank{self.rank}.pt")
+        if self.rank == 0:
+            meta = {"updates": self.updates, "num_ranks": self.world_size, "zero_stage": self.cfg.zero_stage,
+                    "dtype": self.dtype}
+            (out / _STATE_META).write_text(json.dumps(meta, indent=1) + "\n")
+        torch.distributed.barrier()  # the state is complete when every rank returns
+
+    def load_state(self, state_dir: str) -> int:
+        """Restore what save_state wrote (same num_ranks and zero_stage); returns the update count."""
+        path = Path(state_dir)
+        meta_file = path / _STATE_META
+        if not meta_file.is_file():
+            raise FileNotFoundError(f"{meta_file}: not a learner state directory (save_state writes it)")
+        meta = json.loads(meta_file.read_text())
+        for field, now in (("num_ranks", self.world_size), ("zero_stage", self.cfg.zero_stage)):
+            if meta[field] != now:
+                raise ValueError(f"{path}: saved with learner.{field}={meta[field]}, this group has {now}; "
+                                 "ZeRO shards load only into the layout that wrote them")
+        loaded, _ = self.engine.load_checkpoint(str(path), tag=_STATE_TAG, load_optimizer_states=True,
+                                                load_lr_scheduler_states=False)
+        if loaded is None:
+            raise FileNotFoundError(f"{path / _STATE_TAG}: DeepSpeed found no checkpoint to load")
+        _set_rng_state(torch.load(path / _STATE_TAG / f"rng_rank{self.rank}.pt", weights_only=False))
+        self.updates = int(meta["updates"])
+        return self.updates
 
     # -- weights out ----------------------------------------------------------------------
 
     def _named_params(self) -> list[tuple[str, torch.nn.Parameter]]:
         # named_parameters() lists a tied weight once (under its first name), so a tied
         # lm_head is not sent: the engine re-ties it after loading.
-        return list(self.engine.module.named_parameters())
+        return list(self._lm.named_parameters())
 
     def weight_plan(self, bucket_bytes: int, dtype: str) -> list[weight_sync.Bucket]:
         meta = [(n, tuple(getattr(p, "ds_shape", p.shape)), dtype) for n, p in self._named_params()]
@@ -268,8 +414,7 @@ class LearnerWorker:
                 return None
             out = Path(out_dir)
             out.mkdir(parents=True, exist_ok=True)
-            self.engine.module.save_pretrained(out, state_dict={k: v.detach().cpu() for k, v in
-                                                                self.engine.module.state_dict().items()})
+            self._lm.save_pretrained(out, state_dict={k: v.detach().cpu() for k, v in self._lm.state_dict().items()})
             for name in os.listdir(self.model_path):
                 if "token" in name or name in ("chat_template.jinja", "generation_config.json", "special_tokens_map.json"):
                     shutil.copy2(Path(self.model_path) / name, out / name)
