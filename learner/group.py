@@ -108,6 +108,16 @@ class LearnerGroup:
     def save_hf(self, out_dir: str) -> str:
         return self._all("save_hf", out_dir)[0]
 
+    def save_state(self, state_dir: str) -> None:
+        """Every rank writes its part of the learner state (DeepSpeed's format, ZeRO shards per
+        rank) under `state_dir` and nowhere else; on a cluster `state_dir` is shared storage."""
+        self._all("save_state", state_dir)
+
+    def load_state(self, state_dir: str) -> int:
+        """Restore a state written by save_state with the same num_ranks and zero_stage;
+        returns the number of updates it had applied (the policy_version of its weights)."""
+        return self._all("load_state", state_dir)[0]
+
     def shutdown(self) -> None:
         for w in self.workers:
             ray.kill(w)
