@@ -94,6 +94,11 @@ class RolloutWorker:
         self.startup_s = time.perf_counter() - start
         self.tokens_generated = 0
         self.generate_seconds = 0.0
+        from ray.util.metrics import Gauge
+
+        # Per-engine throughput in the Ray dashboard (the driver exports the step-level metrics).
+        self._tokens_per_s = Gauge("swe_rl_actor_gen_tokens_per_s", description="tokens/s of the last generate call",
+                                   tag_keys=("actor_id",))
 
     def ready(self) -> dict[str, Any]:
         return {"actor_id": self.actor_id, "startup_s": self.startup_s, "pid": os.getpid(),
@@ -112,12 +117,15 @@ class RolloutWorker:
         ]
         start = time.perf_counter()
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=r.prompt_ids) for r in requests], params, use_tqdm=False)
-        self.generate_seconds += time.perf_counter() - start
+        seconds = time.perf_counter() - start
         results = []
         for req, out in zip(requests, outputs, strict=True):
             completions = [self._completion(c) for c in sorted(out.outputs, key=lambda c: c.index)]
-            self.tokens_generated += sum(len(c.token_ids) for c in completions)
             results.append(GenerationResult(req.request_id, completions, self.policy_version, self.actor_id))
+        tokens = sum(len(c.token_ids) for r in results for c in r.completions)
+        self.tokens_generated += tokens
+        self.generate_seconds += seconds
+        self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
         return results
 
     @staticmethod

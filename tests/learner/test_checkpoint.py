@@ -1,0 +1,61 @@
+"""Checkpoint store: atomic writes, partial checkpoints ignored, pruning, frozen-key check."""
+
+import pytest
+import torch
+
+from learner.checkpoint import CheckpointStore, ResumeError, check_compatible, rng_states, set_rng_states
+
+
+def _write(store, step, marker="x"):
+    def write_learner(tmp):
+        (tmp / "learner").mkdir()
+        (tmp / "learner" / "w.txt").write_text(marker)
+
+    return store.save(step, {"step": step, "policy_version": step, "metrics": {"step": step}}, write_learner)
+
+
+def test_latest_is_the_newest_complete_checkpoint_and_old_ones_are_pruned(tmp_path):
+    store = CheckpointStore(tmp_path, keep=1)
+    assert store.latest() is None
+    _write(store, 1)
+    path = _write(store, 2, marker="two")
+    latest = store.latest()
+    assert latest.step == 2 and latest.path == path
+    assert (path / "learner" / "w.txt").read_text() == "two"
+    assert [p.name for p in store.complete()] == ["step_000002"]  # step 1 pruned after 2 completed
+    assert (path / "trainer.json").is_file()
+
+
+def test_a_partial_checkpoint_is_never_read_and_is_cleaned_up(tmp_path):
+    store = CheckpointStore(tmp_path)
+    _write(store, 1)
+    # A driver killed while writing step 2 leaves this behind (no rename happened).
+    partial = tmp_path / "checkpoints" / ".tmp-step_000002"
+    (partial / "learner").mkdir(parents=True)
+    torch.save({"step": 2}, partial / "trainer.pt")
+    assert store.latest().step == 1
+    def boom(tmp):
+        raise KeyboardInterrupt  # killed mid-write: the temporary directory stays, unread
+    with pytest.raises(KeyboardInterrupt):
+        store.save(3, {"step": 3}, boom)
+    assert store.latest().step == 1
+    _write(store, 3)
+    assert store.latest().step == 3
+    assert not list((tmp_path / "checkpoints").glob(".tmp-*"))
+
+
+def test_frozen_keys_are_named():
+    saved = {"model": {"name": "a", "dtype": "float32"}, "group_size": 16, "seed": 0,
+             "data": {"path": "demo", "heldout_fraction": 0.0}, "learner": {"num_ranks": 2, "zero_stage": 2, "lr": 1.0}}
+    same = {**saved, "learner": {**saved["learner"], "lr": 2.0}}  # a learning-rate change may resume
+    check_compatible(saved, same)
+    other = {**saved, "group_size": 8, "model": {"name": "b", "dtype": "float32"}}
+    with pytest.raises(ResumeError, match=r"model.name: 'a' -> 'b'.*group_size: 16 -> 8"):
+        check_compatible(saved, other)
+
+
+def test_rng_states_roundtrip():
+    state = rng_states()
+    a = torch.rand(3)
+    set_rng_states(state)
+    assert torch.equal(a, torch.rand(3))
