@@ -34,6 +34,7 @@ class GenerationRequest:
     prompt_ids: list[int]
     n: int  # samples for this prompt (the group)
     seed: int  # per-request sampling seed: reproducible groups
+    temperature: float | None = None  # None: the actor's rollout.temperature; 0: greedy (evaluation)
 
 
 @dataclass(frozen=True)
@@ -108,13 +109,7 @@ class RolloutWorker:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        params = [
-            SamplingParams(
-                n=r.n, temperature=self.cfg.temperature, top_p=self.cfg.top_p, top_k=self.cfg.top_k,
-                max_tokens=self.cfg.max_new_tokens, logprobs=0, seed=r.seed,
-            )
-            for r in requests
-        ]
+        params = [self._sampling(r, SamplingParams) for r in requests]
         start = time.perf_counter()
         outputs = self.llm.generate([TokensPrompt(prompt_token_ids=r.prompt_ids) for r in requests], params, use_tqdm=False)
         seconds = time.perf_counter() - start
@@ -127,6 +122,13 @@ class RolloutWorker:
         self.generate_seconds += seconds
         self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
         return results
+
+    def _sampling(self, r: GenerationRequest, sampling_params: Any) -> Any:
+        temperature = self.cfg.temperature if r.temperature is None else r.temperature
+        greedy = temperature == 0.0  # nucleus and top-k mean nothing for the argmax
+        return sampling_params(n=r.n, temperature=temperature, top_p=1.0 if greedy else self.cfg.top_p,
+                               top_k=0 if greedy else self.cfg.top_k, max_tokens=self.cfg.max_new_tokens,
+                               logprobs=0, seed=r.seed)
 
     @staticmethod
     def _completion(c: Any) -> Completion:

@@ -21,7 +21,9 @@ Protocol of one sync (version v):
      gets the same plan before the first sync, so no metadata travels per sync.
   2. For bucket k = 0, 1, ...: the sender packs the bucket's tensors into one flat buffer and
      broadcasts it; receivers unpack views of a fresh buffer and hand them to the engine's
-     in-place loader, which processes a layer as soon as all its tensors have arrived.
+     in-place loader, which processes a layer as soon as all its tensors have arrived. Both
+     sides keep one bucket ahead in flight: the sender packs (and under ZeRO-3 gathers) bucket
+     k+1 while k is on the wire, the receivers have k+1 posted while they load k.
   3. Receivers then reset the prefix cache (its KV entries were computed with the old weights),
      re-tie tied embeddings, and set their policy_version to v.
 Ordering: collectives on one group complete in the order they are issued and every member
@@ -40,6 +42,7 @@ import hashlib
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -155,22 +158,39 @@ def join_group(spec: SyncGroupSpec, rank: int, listen: socket.socket | None = No
 
 def send(group: dist.ProcessGroup, flats: Iterable[torch.Tensor]) -> int:
     """Sender side (sync rank 0): broadcast each packed bucket in plan order. `flats` is
-    usually a generator that gathers (ZeRO-3) and packs one bucket at a time, so the sender
-    never holds more than one bucket beyond its own shard. Returns the bytes sent."""
-    sent = 0
+    usually a generator that gathers (ZeRO-3) and packs one bucket at a time; bucket k+1 is
+    packed while bucket k is on the wire (at most two buckets beyond the sender's shard exist
+    at once). Returns the bytes sent."""
+    sent, in_flight = 0, None
     for flat in flats:
-        group.broadcast(flat, 0).wait()
+        work = group.broadcast(flat, 0)
+        if in_flight is not None:
+            in_flight.wait()
+        in_flight = work
         sent += flat.numel() * flat.element_size()
+    if in_flight is not None:
+        in_flight.wait()
     return sent
 
 
 def receive(group: dist.ProcessGroup, plan: Sequence[Bucket], device: torch.device, digests: list[str] | None = None
             ) -> Iterator[tuple[str, torch.Tensor]]:
-    """Receiver side: yields (name, tensor) bucket by bucket as broadcasts arrive. A fresh buffer
-    per bucket: the engine's layerwise loader may hold views until a layer is complete."""
-    for bucket in plan:
+    """Receiver side: yields (name, tensor) bucket by bucket as broadcasts arrive. Bucket k+1
+    is already posted while the engine loads bucket k (double buffering). A fresh buffer per
+    bucket: the engine's layerwise loader may hold views until a layer is complete."""
+
+    def post(bucket: Bucket) -> tuple[Bucket, torch.Tensor, Any]:
         flat = torch.empty(bucket.numel, dtype=_DTYPES[bucket.dtype], device=device)
-        group.broadcast(flat, 0).wait()
+        return bucket, flat, group.broadcast(flat, 0)
+
+    buckets = iter(plan)
+    nxt = next(buckets, None)
+    posted = post(nxt) if nxt is not None else None
+    while posted is not None:
+        bucket, flat, work = posted
+        work.wait()
+        nxt = next(buckets, None)
+        posted = post(nxt) if nxt is not None else None
         if digests is not None:
             digests.append(digest(flat))
         yield from unpack(bucket, flat)

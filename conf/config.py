@@ -245,6 +245,10 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"data.heldout_fraction={cfg.data.heldout_fraction}: must be in [0, 1)")
     if cfg.rollout.temperature <= 0:
         raise ConfigError(f"rollout.temperature={cfg.rollout.temperature}: must be > 0 (logprobs are taken at it)")
+    if cfg.data.max_prompt_tokens + cfg.rollout.max_new_tokens > cfg.rollout.max_model_len:
+        raise ConfigError(
+            f"data.max_prompt_tokens ({cfg.data.max_prompt_tokens}) + rollout.max_new_tokens "
+            f"({cfg.rollout.max_new_tokens}) must fit rollout.max_model_len ({cfg.rollout.max_model_len})")
     if cfg.trainer.mode == "async" and cfg.trainer.max_staleness < 1:
         raise ConfigError(f"trainer.max_staleness={cfg.trainer.max_staleness}: async mode generates at least one "
                           "step ahead, so it must be >= 1")

@@ -37,7 +37,7 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -189,18 +189,15 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
                                max_model_len=cfg.max_model_len, tensor_parallel_size=cfg.tensor_parallel_size,
                                gpu_memory_utilization=cfg.gpu_memory_utilization, kv_cache_gib=cfg.kv_cache_gib)
     worker = RolloutWorker(engine_cfg, cfg.checkpoint, cfg.dtype, cfg.seed, actor_id="eval")
-    greedy_cfg = replace(engine_cfg, temperature=0.0, top_p=1.0)  # vLLM: temperature 0 = greedy
     try:
         greedy: list[str] = []
         sampled: list[list[str]] = []
         for start in range(0, len(items), PROMPTS_PER_CALL):
             chunk = items[start:start + PROMPTS_PER_CALL]
             seeds = [zlib.crc32(f"{cfg.seed}/{it.instance_id}".encode()) & 0x7FFFFFFF for it in chunk]
-            # The worker samples with its config's settings: swap in greedy ones for that call.
-            worker.cfg = greedy_cfg
             greedy += [r.completions[0].text for r in worker.generate(
-                [GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s) for it, s in zip(chunk, seeds)])]
-            worker.cfg = engine_cfg
+                [GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s, temperature=0.0)
+                 for it, s in zip(chunk, seeds)])]
             sampled += [[c.text for c in r.completions] for r in worker.generate(
                 [GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s) for it, s in zip(chunk, seeds)])]
             print(f"[eval] generated {len(greedy)}/{len(items)} instances", file=sys.stderr, flush=True)

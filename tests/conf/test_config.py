@@ -39,6 +39,7 @@ def test_unknown_key_is_rejected_with_its_name():
     (dict(learner=dict(zero_stage=4)), "learner.zero_stage=4: accepted values are 1, 2, 3"),
     (dict(rollout=dict(oracle_samples_per_group=16)), "rollout.oracle_samples_per_group=16"),
     (dict(rollout=dict(temperature=0.0)), "rollout.temperature"),
+    (dict(rollout=dict(max_model_len=1024)), "must fit rollout.max_model_len"),
 ])
 def test_validation_names_the_field(change, message):
     cfg = config.TrainConfig()
