@@ -187,8 +187,8 @@ class LearnerWorker:
 
         ref = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32).eval()
         ref.requires_grad_(False)
-        if self.cfg.zero_stage != 3:
-            return ref.to(torch.bfloat16) if self.dtype == "bfloat16" else ref
+        if self.cfg.zero_stage != 3:  # a full copy on this rank's device, in the policy's dtype
+            return ref.to(device=self.engine.device, dtype=torch.bfloat16 if self.dtype == "bfloat16" else torch.float32)
         # ZeRO-3: partition the reference too (an engine without optimizer), or each rank would
         # hold a full copy. It is only ever run under no_grad, so calling its module directly
         # (ZeRO-3's gather hooks live on the submodules) is enough.
