@@ -179,6 +179,12 @@ class Trainer:
             self.telemetry.record(metrics)
             self._print(metrics)
         print(f"[done] {self.step} steps; Hugging Face export in {self.run_dir / 'hf'}", flush=True)
+        try:
+            from learner.plot import plot_run
+
+            print(f"[done] learning curves in {plot_run(self.run_dir)}", flush=True)
+        except ImportError:  # matplotlib comes with the `test` extra; the run does not need it
+            print("[done] no plot: pip install matplotlib for reward_curve.png", flush=True)
 
     def _prompts_for(self, step: int) -> tuple[list[PromptItem], dict[str, Any]]:
         """Step `step`'s prompts (fetched once; the loader state before them goes into the checkpoint)."""
@@ -311,6 +317,7 @@ class Trainer:
                 f.write(json.dumps(stats) + "\n")
             if sft_step % 10 == 0 or sft_step == cfg.learner.sft_steps:
                 print(f"[sft {sft_step}/{cfg.learner.sft_steps}] loss {stats['sft_loss']:.4f} ({stats['sft_s']:.1f}s)", flush=True)
+        self.learner.reset_optimizer()  # RL starts with fresh moments (see LearnerWorker.reset_optimizer)
 
     def _apply_scaling(self) -> None:
         """Add or remove rollout actors to match the count asked through FleetControl."""

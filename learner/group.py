@@ -85,6 +85,9 @@ class LearnerGroup:
         parts = self._get([w.sft_step.remote(b) for w, b in zip(self.workers, batches, strict=True)])
         return {"sft_loss": sum(p["loss"] for p in parts), "grad_norm": parts[0]["grad_norm"]}
 
+    def reset_optimizer(self) -> None:
+        self._all("reset_optimizer")
+
     def weight_plan(self, bucket_bytes: int, dtype: str) -> list[weight_sync.Bucket]:
         return self._get(self.workers[0].weight_plan.remote(bucket_bytes, dtype))
 

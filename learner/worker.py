@@ -309,6 +309,13 @@ class LearnerWorker:
         self.engine.step()
         return {"loss": total, "grad_norm": float(self.engine.get_global_grad_norm() or 0.0)}
 
+    def reset_optimizer(self) -> None:
+        """Forget the optimizer's moments (between the SFT warm start and RL): Adam's second
+        moments from SFT, whose gradients are far larger than the policy gradient's, would
+        otherwise shrink the first RL updates for hundreds of steps. The torch optimizer
+        inside DeepSpeed's ZeRO wrapper re-creates its state lazily, as at start-up."""
+        self.engine.optimizer.optimizer.state.clear()
+
     @torch.no_grad()
     def sequence_logprobs(self, token_ids: list[int], temperature: float = 1.0) -> list[float]:
         """Logprob of each token after the first given its prefix (compared with the engine's)."""

@@ -1,0 +1,57 @@
+"""`python -m learner.plot RUN_DIR`: the run's learning curves as RUN_DIR/reward_curve.png.
+
+Top: mean reward and format error rate per RL step (from metrics.jsonl). Bottom: the SFT
+warm start's loss per step (from sft_metrics.jsonl), when there was one. The trainer calls
+`plot_run` at the end of every run; matplotlib is part of the `test` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_run(run_dir: str | Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    run = Path(run_dir)
+    rl, sft = _rows(run / "metrics.jsonl"), _rows(run / "sft_metrics.jsonl")
+    fig, axes = plt.subplots(2 if sft else 1, 1, figsize=(8, 6 if sft else 3.5), squeeze=False)
+    ax = axes[0][0]
+    steps = [m["step"] for m in rl]
+    ax.plot(steps, [m["reward_mean"] for m in rl], marker="o", label="reward mean")
+    ax.plot(steps, [m["format_error_rate"] for m in rl], marker="x", linestyle="--", label="format error rate")
+    ax.set_xlabel("RL step")
+    ax.set_ylim(-1.05, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title(f"{run.name}: GRPO")
+    if sft:
+        ax2 = axes[1][0]
+        ax2.plot([m["sft_step"] for m in sft], [m["sft_loss"] for m in sft])
+        ax2.set_xlabel("SFT step")
+        ax2.set_ylabel("loss (nats/token)")
+        ax2.set_yscale("log")
+        ax2.grid(alpha=0.3)
+        ax2.set_title("SFT warm start on oracle answers")
+    fig.tight_layout()
+    out = run / "reward_curve.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m learner.plot RUN_DIR")
+    print(plot_run(sys.argv[1]))
