@@ -1,6 +1,6 @@
 """Benchmark: completion logprobs in chunks (learner/logprobs.py) vs the naive full-logits way.
 
-    python bench/logprobs.py [--batch 2 --prompt-len 128 --completion-len 384 --chunks 1024,128]
+    python bench/logprobs.py [--batch 2 --prompt-len 128 --completion-len 1024 --chunks 1024,256]
 
 Both variants run forward + backward of the mean completion-token logprob on the same batch,
 with the real vocabulary of SmolLM2-135M-Instruct (49,152 tokens; built once by
@@ -110,9 +110,9 @@ def main() -> None:
     ap.add_argument("--model", default="", help="a Hugging Face directory (default: SmolLM2-135M-Instruct)")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--prompt-len", type=int, default=128)
-    ap.add_argument("--completion-len", type=int, default=384)
-    ap.add_argument("--chunks", default="1024,128", help="chunk_tokens values to compare with the full logits")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--completion-len", type=int, default=1024)
+    ap.add_argument("--chunks", default="1024,256", help="chunk_tokens values to compare with the full logits")
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

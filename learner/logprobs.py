@@ -22,19 +22,44 @@ def _upcast(logits: torch.Tensor) -> torch.Tensor:
     return logits.float() if logits.element_size() < 4 else logits
 
 
+class _TokenLogprobs(torch.autograd.Function):
+    """logits [B, t, V] (any float dtype), targets [B, t] -> (logprob of each target at
+    temperature T [B, t] float32+, entropy [B, t] with no gradient).
+
+    The same values as log_softmax(logits / T).gather(targets), with a leaner backward: autograd
+    would keep the upcast and scaled copies and make ~4 temporaries of the chunk's size; here
+    backward rebuilds softmax in one float32 buffer and forms (one_hot - softmax) * grad / T in
+    place, so a chunk costs its logits plus one float32 buffer."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float,  # type: ignore[override]
+                with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        x = _upcast(logits) / temperature  # [B, t, V]
+        logz = torch.logsumexp(x, dim=-1)  # [B, t]
+        picked = x.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        if with_entropy:
+            entropy = logz - (torch.softmax(x, dim=-1).mul_(x)).sum(dim=-1)
+        else:
+            entropy = torch.zeros_like(logz)
+        ctx.save_for_backward(logits, targets, logz)
+        ctx.temperature = temperature
+        ctx.mark_non_differentiable(entropy)
+        return picked - logz, entropy
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor, _grad_entropy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        logits, targets, logz = ctx.saved_tensors
+        t = ctx.temperature
+        # d(x_y - logsumexp x)/dx = one_hot(y) - softmax(x), and dx/dlogits = 1/T.
+        g = _upcast(logits).div(t).sub_(logz.unsqueeze(-1)).exp_()  # softmax, [B, t, V], one buffer
+        g.mul_(-grad.unsqueeze(-1)).scatter_add_(-1, targets.unsqueeze(-1), grad.unsqueeze(-1).to(g.dtype))
+        return g.div_(t).to(logits.dtype), None, None, None
+
+
 def _chunk_logprobs(
     lm_head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    logits = _upcast(lm_head(hidden)) / temperature  # [B, t, V], one chunk only
-    logz = torch.logsumexp(logits, dim=-1)  # [B, t]
-    picked = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # [B, t]
-    if with_entropy:
-        with torch.no_grad():
-            probs = torch.softmax(logits, dim=-1)
-            entropy = logz - (probs * logits).sum(dim=-1)
-    else:
-        entropy = torch.zeros_like(logz)
-    return picked - logz, entropy
+    return _TokenLogprobs.apply(lm_head(hidden), targets, temperature, with_entropy)  # one chunk only
 
 
 def completion_logprobs(

@@ -232,3 +232,19 @@ def test_zero3_digest_object_store_path_and_export_see_the_same_parameters(case)
         np.testing.assert_array_equal(exported[name].numpy(), value, err_msg=name)
     np.testing.assert_array_equal(exported["lm_head.weight"].numpy(), params["model.embed_tokens.weight"])
     assert os.path.isfile(os.path.join(z3["hf"], "config.json"))
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_token_logprobs_hand_written_backward_matches_autograd(temperature):
+    """The chunk kernel every rank runs (learner/logprobs.py) has its own backward: check it
+    against finite differences and its values against log_softmax, in float64."""
+    from learner.logprobs import _TokenLogprobs
+
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 11, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 11, (2, 3))
+    assert torch.autograd.gradcheck(lambda x: _TokenLogprobs.apply(x, targets, temperature, False)[0], (logits,))
+    lp, entropy = _TokenLogprobs.apply(logits, targets, temperature, True)
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    torch.testing.assert_close(lp, logp.gather(-1, targets[..., None])[..., 0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(entropy, -(logp.exp() * logp).sum(-1), rtol=0, atol=1e-12)
