@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                    1 if args.tiny else args.warmup, device)
                 tokens_s = rows * seq_len / entry["s_per_step"]
                 entry |= {"tokens_per_s": tokens_s, "mfu": 6 * params * tokens_s / (peak * 1e12)}
-            except torch.OutOfMemoryError:
+            except torch.cuda.OutOfMemoryError:  # (the name older torch releases also have)
                 entry["oom"] = True
             if entry.get("oom"):  # outside the except block, whose traceback still holds the tensors
                 opt.zero_grad(set_to_none=True)
