@@ -140,9 +140,10 @@ class LearnerConfig:
     sft_lr: float = 1.0e-4
     # Recompute activations in the backward pass to save memory (GPU-scale models).
     gradient_checkpointing: bool = False
-    # Positions per chunk when turning hidden states into token logprobs, so that the
-    # [tokens, vocab] float32 logits never exist in full.
-    logprob_chunk_tokens: int = 1024
+    # Completion positions per LM-head chunk when turning hidden states into token logprobs, so
+    # the [tokens, vocab] float32 logits never exist in full: 256 cut peak memory to 0.39x of
+    # full logits with gradient checkpointing (docs/learner.md).
+    logprob_chunk_tokens: int = 256
 
 
 @dataclass

@@ -54,13 +54,19 @@ class Checkpoint:
 
 
 def rng_states() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every RNG this process draws from (the driver's, or one learner rank's)."""
+    states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
 
 
 def set_rng_states(states: Mapping[str, Any]) -> None:
     random.setstate(states["python"])
     np.random.set_state(states["numpy"])
     torch.set_rng_state(states["torch"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
 
 
 def _flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

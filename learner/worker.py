@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import shutil
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -44,6 +43,7 @@ from actors.cluster import node_host
 from conf.config import LearnerConfig
 from learner import grpo
 from learner.batch import MicroBatch, RankBatch
+from learner.checkpoint import rng_states, set_rng_states
 from learner.logprobs import completion_logprobs
 
 _STATE_TAG = "deepspeed"  # save_state's sub-directory for DeepSpeed's files (a fixed name, no "latest" file)
@@ -106,21 +106,6 @@ class _PolicyLogprobs(torch.nn.Module):
 def _local_numel(p: torch.nn.Parameter) -> int:
     """Elements this rank stores (ZeRO-3 keeps a shard in ds_tensor and an empty .data)."""
     return int(p.ds_tensor.numel()) if hasattr(p, "ds_tensor") else p.numel()
-
-
-def _rng_state() -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if _on_gpu():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and _on_gpu():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 class LearnerWorker:
@@ -334,7 +319,7 @@ class LearnerWorker:
         states, and (rank 0) the update count and the layout the shards need to load."""
         out = Path(state_dir)
         self.engine.save_checkpoint(str(out), tag=_STATE_TAG, save_latest=False)
-        torch.save(_rng_state(), out / _STATE_TAG / f"rng_rank{self.rank}.pt")
+        torch.save(rng_states(), out / _STATE_TAG / f"rng_rank{self.rank}.pt")
         if self.rank == 0:
             meta = {"updates": self.updates, "num_ranks": self.world_size, "zero_stage": self.cfg.zero_stage,
                     "dtype": self.dtype}
@@ -356,7 +341,7 @@ class LearnerWorker:
                                                 load_lr_scheduler_states=False)
         if loaded is None:
             raise FileNotFoundError(f"{path / _STATE_TAG}: DeepSpeed found no checkpoint to load")
-        _set_rng_state(torch.load(path / _STATE_TAG / f"rng_rank{self.rank}.pt", weights_only=False))
+        set_rng_states(torch.load(path / _STATE_TAG / f"rng_rank{self.rank}.pt", weights_only=False))
         self.updates = int(meta["updates"])
         return self.updates
 
