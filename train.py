@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import GetTimeoutError
 
 from actors import weight_sync
-from actors.cluster import init_ray
+from actors.cluster import ResourceError, check_fits, init_ray
 from actors.control import FleetControl
 from actors.fleet import PhaseTimeout, RolloutFleet
 from actors.reward_pool import RewardInstance, RewardPool, ScoreJob
@@ -68,6 +68,17 @@ class PhaseTimer:
             self.seconds[f"{name}_s"] = round(time.perf_counter() - start, 3)
 
 
+def resource_demands(cfg: config.TrainConfig) -> list[tuple[str, int, dict[str, float]]]:
+    """What the config asks of the cluster: (what, how many, resources of one)."""
+    return [
+        ("rollout actor (rollout.num_cpus/num_gpus)", cfg.rollout.num_actors,
+         {"CPU": cfg.rollout.num_cpus, "GPU": cfg.rollout.num_gpus}),
+        ("reward actor (reward.num_cpus)", cfg.reward.num_workers, {"CPU": cfg.reward.num_cpus}),
+        ("learner rank (learner.num_cpus_per_rank/num_gpus_per_rank)", cfg.learner.num_ranks,
+         {"CPU": cfg.learner.num_cpus_per_rank, "GPU": cfg.learner.num_gpus_per_rank}),
+    ]
+
+
 def request_seed(seed: int, step: int, instance_id: str) -> int:
     """Per-request sampling seed: a group is reproducible from (seed, step, instance)."""
     return zlib.crc32(f"{seed}/{step}/{instance_id}".encode()) & 0x7FFFFFFF
@@ -91,6 +102,7 @@ class Trainer:
         self.loader = InstanceLoader(cfg.data.path, self.tokenizer, seed=cfg.seed, heldout_fraction=cfg.data.heldout_fraction,
                                      max_prompt_tokens=cfg.data.max_prompt_tokens)
         timeout = cfg.trainer.phase_timeout_s
+        check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         print(f"[setup] model {self.model_path}; starting {cfg.rollout.num_actors} rollout actor(s), "
               f"{cfg.reward.num_workers} reward actor(s), {cfg.learner.num_ranks} learner rank(s)", flush=True)
         # The learner's placement group first: a cluster that cannot hold it fails fast, by name.
@@ -431,7 +443,7 @@ def main(dcfg: DictConfig) -> None:
         cfg = config.load(dcfg)
         print(OmegaConf.to_yaml(dcfg) if cfg.trainer.print_config else "", end="", flush=True)
         trainer = Trainer(cfg)
-    except (config.ConfigError, ResumeError, PlacementError, FileNotFoundError) as exc:
+    except (config.ConfigError, ResumeError, PlacementError, ResourceError, FileNotFoundError) as exc:
         # Bad input: one clear line naming the field, file or key, not a traceback.
         print(f"[error] {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

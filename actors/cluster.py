@@ -47,3 +47,25 @@ def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, **kwargs: 
     loopback_only()
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
              dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+
+
+class ResourceError(RuntimeError):
+    """The cluster cannot hold what the config asks for; the message says what is missing."""
+
+
+def check_fits(demands: list[tuple[str, int, dict[str, float]]], nodes: list[dict[str, float]]) -> None:
+    """Refuse, before anything starts, a config the cluster cannot hold (instead of waiting for
+    resources that will never come). `demands`: (what, count, resources of one). `nodes`: each
+    alive node's total resources. Checks the totals and that one of each fits on some node."""
+    problems = []
+    for key in ("CPU", "GPU"):
+        need = sum(count * res.get(key, 0.0) for _, count, res in demands)
+        have = sum(n.get(key, 0.0) for n in nodes)
+        if need > have + 1e-9:
+            parts = ", ".join(f"{what} {count} x {res.get(key, 0.0):g}" for what, count, res in demands if res.get(key))
+            problems.append(f"{need:g} {key} in total ({parts}) but the cluster has {have:g}")
+    for what, count, res in demands:
+        if count and not any(all(n.get(k, 0.0) + 1e-9 >= v for k, v in res.items()) for n in nodes):
+            problems.append(f"one {what} needs {res} but no node has that much")
+    if problems:
+        raise ResourceError("the cluster cannot hold this config: " + "; ".join(problems))
