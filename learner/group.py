@@ -59,7 +59,8 @@ class LearnerGroup:
                 # Read by DeepSpeed at import: without it DeepSpeed probes for CUDA on CPU machines.
                 runtime_env={"env_vars": {"DS_ACCELERATOR": "cuda" if cfg.num_gpus_per_rank > 0 else "cpu"}},
             ).remote(cfg, model_path=model_path, dtype=dtype, temperature=temperature, rank=rank,
-                     world_size=cfg.num_ranks, micro_batches=micro_batches, seed=seed)
+                     world_size=cfg.num_ranks, micro_batches=micro_batches, seed=seed,
+                     timeout_s=timeout_s)
             for rank in range(cfg.num_ranks)
         ]
         host, port = self._get(self.workers[0].reserve_port.remote("deepspeed"))

@@ -26,6 +26,7 @@ fp32 master weights in the optimizer); both are chosen in `setup` from the devic
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -110,9 +111,10 @@ def _local_numel(p: torch.nn.Parameter) -> int:
 
 class LearnerWorker:
     def __init__(self, cfg: LearnerConfig, *, model_path: str, dtype: str, temperature: float, rank: int,
-                 world_size: int, micro_batches: int, seed: int) -> None:
+                 world_size: int, micro_batches: int, seed: int, timeout_s: float) -> None:
         self.cfg, self.model_path, self.dtype, self.temperature = cfg, model_path, dtype, temperature
         self.rank, self.world_size, self.micro_batches, self.seed = rank, world_size, micro_batches, seed
+        self.timeout_s = timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
         self.updates = 0  # optimizer steps applied = the policy_version of these weights
         self._sync_group: Any = None
         self._sync_plan: list[weight_sync.Bucket] | None = None
@@ -139,8 +141,12 @@ class LearnerWorker:
 
         backend = "nccl" if _on_gpu() else "gloo"
         # Our own store (listening on master_addr only), then DeepSpeed adopts the initialised group.
-        store = weight_sync.make_store(master_addr, master_port, self.world_size, 1800.0, self._listen.pop("deepspeed", None))
-        torch.distributed.init_process_group(backend, store=store, rank=self.rank, world_size=self.world_size)
+        store = weight_sync.make_store(master_addr, master_port, self.world_size, self.timeout_s,
+                                       self._listen.pop("deepspeed", None))
+        # The timeout bounds every collective of the group: a dead peer ends the step with an
+        # error instead of a hang.
+        torch.distributed.init_process_group(backend, store=store, rank=self.rank, world_size=self.world_size,
+                                             timeout=datetime.timedelta(seconds=self.timeout_s))
         deepspeed.init_distributed(dist_backend=backend)
         torch.manual_seed(self.seed)
         config = ds_config(self.cfg, dtype=self.dtype, micro_batches=self.micro_batches, world_size=self.world_size)

@@ -110,3 +110,12 @@ def test_actor_added_on_a_new_node_shares_the_work_then_leaves(trainer, cluster)
     rows = _check_complete(trainer, metrics)
     assert {r["actor_id"] for r in rows if r["finish_reason"] != "oracle"} == {"rollout-0"}
     cluster.remove_node(node)
+
+
+def test_object_store_path_delivers_the_group_path_weights_bit_for_bit(trainer):
+    member = trainer.fleet.live[0]
+    trainer.sync_weights()  # over the gloo sync group
+    via_group = ray.get(member.handle.weight_digests.remote())
+    trainer.fleet._load_weights(member, *trainer._weights_snapshot())  # the path for actors outside the group
+    via_store = ray.get(member.handle.weight_digests.remote())
+    assert len(via_group) == len(trainer.plan) and via_group == via_store
