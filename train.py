@@ -79,9 +79,15 @@ def resource_demands(cfg: config.TrainConfig) -> list[tuple[str, int, dict[str, 
     ]
 
 
-def request_seed(seed: int, step: int, instance_id: str) -> int:
-    """Per-request sampling seed: a group is reproducible from (seed, step, instance)."""
-    return zlib.crc32(f"{seed}/{step}/{instance_id}".encode()) & 0x7FFFFFFF
+def request_id(step: int, slot: int, instance_id: str) -> str:
+    """The id of a step's `slot`-th group. The slot keeps ids unique when an instance occurs
+    twice in one step (a data set smaller than prompts_per_step, or an epoch boundary)."""
+    return f"{step}/{slot}/{instance_id}"
+
+
+def request_seed(seed: int, request: str) -> int:
+    """Per-request sampling seed: a group is reproducible from (seed, its request id)."""
+    return zlib.crc32(f"{seed}/{request}".encode()) & 0x7FFFFFFF
 
 
 class Trainer:
@@ -204,12 +210,12 @@ class Trainer:
             before = self.loader.state_dict()
             items = self.loader.next_batch(self.cfg.trainer.prompts_per_step)
             self.pending[step] = (items, before)
-            self.fleet.submit([self._request(step, it) for it in items])
+            self.fleet.submit([self._request(step, slot, it) for slot, it in enumerate(items)])
         return self.pending[step]
 
-    def _request(self, step: int, item: PromptItem) -> GenerationRequest:
-        return GenerationRequest(f"{step}/{item.instance_id}", item.prompt_ids, self.cfg.group_size,
-                                 request_seed(self.cfg.seed, step, item.instance_id))
+    def _request(self, step: int, slot: int, item: PromptItem) -> GenerationRequest:
+        rid = request_id(step, slot, item.instance_id)
+        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, request_seed(self.cfg.seed, rid))
 
     def train_step(self) -> dict[str, Any]:
         cfg, timer, started = self.cfg, PhaseTimer(), time.perf_counter()
@@ -254,13 +260,13 @@ class Trainer:
     def _collect_fresh(self, items: list[PromptItem]) -> tuple[list[GenerationResult], int]:
         """Wait for the step's groups; drop and regenerate those more than max_staleness
         versions old (possible in async mode only). Returns (results, groups dropped)."""
-        ids = [f"{self.step}/{it.instance_id}" for it in items]
+        ids = [request_id(self.step, slot, it.instance_id) for slot, it in enumerate(items)]
         results = {r.request_id: r for r in self.fleet.wait_for(ids)}
         dropped = 0
         while stale := [i for i in ids if self.policy_version - results[i].policy_version > self.cfg.trainer.max_staleness]:
             dropped += len(stale)
-            by_id = {f"{self.step}/{it.instance_id}": it for it in items}
-            self.fleet.submit([self._request(self.step, by_id[i]) for i in stale])
+            slots = {rid: slot for slot, rid in enumerate(ids)}
+            self.fleet.submit([self._request(self.step, slots[i], items[slots[i]]) for i in stale])
             results.update({r.request_id: r for r in self.fleet.wait_for(stale)})
         return [results[i] for i in ids], dropped
 
@@ -303,8 +309,8 @@ class Trainer:
     def _score(self, items: list[PromptItem], groups: list[list[Completion]]) -> list[Any]:
         instances = {it.instance_id: RewardInstance(files_to_dict(it.instance["code_context"]),
                                                     files_to_dict(it.instance["oracle_new_content"])) for it in items}
-        jobs = [ScoreJob(f"{self.step}/{it.instance_id}/{j}", it.instance_id, c.text)
-                for it, group in zip(items, groups) for j, c in enumerate(group)]
+        jobs = [ScoreJob(f"{request_id(self.step, slot, it.instance_id)}/{j}", it.instance_id, c.text)
+                for slot, (it, group) in enumerate(zip(items, groups, strict=True)) for j, c in enumerate(group)]
         return self.rewards.score(jobs, instances)
 
     def warm_start(self) -> None:
