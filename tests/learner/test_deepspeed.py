@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +31,6 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from actors import weight_sync
-from actors.cluster import loopback_only
 from conf.config import LearnerConfig
 from learner.batch import TrainSample, shard
 from learner.logprobs import sequence_logprobs_reference
@@ -68,17 +67,6 @@ def make_samples(model_dir: Path, seed: int, n: int = 8) -> list[TrainSample]:
             old = (lp + 0.3 * torch.randn(len(completion), generator=g)).tolist()
         samples.append(TrainSample(prompt, completion, old, float(torch.randn(1, generator=g))))
     return samples
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    import ray
-
-    loopback_only()  # every Ray socket on 127.0.0.1
-    assert not ray.is_initialized(), "another test left Ray running"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")

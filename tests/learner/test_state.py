@@ -10,7 +10,6 @@ loading without the optimizer states, for one, makes this test fail.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from actors import weight_sync
-from actors.cluster import loopback_only
 from conf.config import LearnerConfig
 from learner.batch import TrainSample, shard
 
@@ -30,17 +28,6 @@ VOCAB = 256
 # warmup_steps: the learning rate of step 2 depends on the restored update counter.
 BASE = LearnerConfig(num_ranks=2, num_cpus_per_rank=0.5, micro_batch_size=2, lr=1e-2, warmup_steps=3,
                      logprob_chunk_tokens=4)
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    import ray
-
-    loopback_only()  # every Ray socket on 127.0.0.1
-    assert not ray.is_initialized(), "another test left Ray running"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")
