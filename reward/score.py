@@ -21,7 +21,8 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from multiprocessing import Pool
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from reward.core import RewardResult, score_output, score_patches
 
@@ -69,10 +70,15 @@ def score_row(row: dict[str, Any]) -> RewardResult:
     raise BadLine("missing field: output (with code_context and oracle_new_content) or oracle_patch and pred_patch")
 
 
-def score_line(line: str) -> dict[str, Any]:
-    """One input line -> one output record; never raises."""
+def score_line(line: str | bytes) -> dict[str, Any]:
+    """One input line (text, or raw bytes decoded here as UTF-8) -> one output record; never raises."""
     row_id = None
     try:
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return {"id": None, "reward": None, "error": f"line: not UTF-8 (byte {exc.start}: {exc.reason})"}
         row = json.loads(line)
         if not isinstance(row, dict):
             raise BadLine(f"line: expected a JSON object, got {type(row).__name__}")
@@ -90,9 +96,10 @@ def score_line(line: str) -> dict[str, Any]:
         return {"id": row_id, "reward": None, "error": f"internal error: {exc!r}"}
 
 
-def _lines(stream: TextIO) -> Iterator[str]:
+def _lines(stream: BinaryIO) -> Iterator[bytes]:
+    # Bytes, decoded line by line in score_line: one undecodable line costs that line only.
     for line in stream:
-        yield line.rstrip("\n")
+        yield line.rstrip(b"\n")
 
 
 def _progress(done: int, total: int, started: float) -> None:
@@ -103,13 +110,13 @@ def _progress(done: int, total: int, started: float) -> None:
 def run(input_path: str, output_path: str, *, workers: int = 1,
         progress_interval_s: float = PROGRESS_INTERVAL_S) -> dict[str, int]:
     """Score input_path into output_path; returns counts {lines, scored, malformed, bad}."""
-    with open(input_path, encoding="utf-8") as f:
+    with open(input_path, "rb") as f:
         total = sum(1 for _ in f)
     counts = {"lines": 0, "scored": 0, "malformed": 0, "bad": 0}
     started = last_report = time.monotonic()
     pool = Pool(workers) if workers > 1 else None
     try:
-        with open(input_path, encoding="utf-8") as src, open(output_path, "w", encoding="utf-8") as dst:
+        with open(input_path, "rb") as src, open(output_path, "w", encoding="utf-8") as dst:
             records = pool.imap(score_line, _lines(src), chunksize=8) if pool else map(score_line, _lines(src))
             for record in records:
                 dst.write(json.dumps(record) + "\n")
@@ -133,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers={args.workers}: must be >= 1")
+    if not Path(args.input).is_file():
+        parser.error(f"--input {args.input}: no such file")
     counts = run(args.input, args.output, workers=args.workers)
     print(f"reward.score: {counts['lines']} lines: {counts['scored']} scored, {counts['malformed']} malformed "
           f"(reward -1), {counts['bad']} bad lines (reward null) -> {args.output}", file=sys.stderr)

@@ -81,3 +81,20 @@ def test_command_line_runs_without_ray_or_torch(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [r["reward"] for r in read_records(tmp_path / "out.jsonl")] == [1.0, -1.0]
     assert "2 lines: 1 scored, 1 malformed" in done.stderr
+
+
+def test_a_line_that_is_not_utf8_costs_that_line_only(tmp_path: Path) -> None:
+    good = INPUT_LINES[0].encode()
+    (tmp_path / "in.jsonl").write_bytes(good + b"\n" + b'{"id": "latin1", "output": "caf\xe9"}\n' + good + b"\r\n")
+    counts = run(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"), progress_interval_s=1e9)
+    records = read_records(tmp_path / "out.jsonl")
+    assert [(r["id"], r["reward"]) for r in records] == [("good", 1.0), (None, None), ("good", 1.0)]
+    assert records[1]["error"].startswith("line: not UTF-8 (byte 31")
+    assert counts == {"lines": 3, "scored": 2, "malformed": 0, "bad": 1}
+
+
+def test_a_missing_input_file_is_named(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "reward.score", "--input", str(tmp_path / "nope.jsonl"),
+                           "--output", str(tmp_path / "out.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"--input {tmp_path / 'nope.jsonl'}: no such file" in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()
