@@ -131,6 +131,13 @@ class Trainer:
 
     def _resume(self) -> None:
         ckpt = self.resume_from
+        logged = self._logged_steps()
+        # Steps logged after the last checkpoint (checkpoint_every > 1) were lost with the driver
+        # and run again; their new lines are marked rerun, and a step's last line is the one that counts.
+        self.rerun_steps = {s for s in logged if s > (ckpt.step if ckpt else 0)}
+        if self.rerun_steps:
+            print(f"[resume] steps {min(self.rerun_steps)}-{max(self.rerun_steps)} were logged after the last "
+                  "checkpoint; they run again and their metrics lines are marked rerun", flush=True)
         if ckpt is None:
             return
         print(f"[resume] from {ckpt.path} (step {ckpt.step}, policy_version {ckpt.state['policy_version']})", flush=True)
@@ -139,7 +146,6 @@ class Trainer:
         set_rng_states(ckpt.state["rng"])
         self.step, self.policy_version = ckpt.step, int(ckpt.state["policy_version"])
         # Exactly-once metrics: a driver killed between the checkpoint and its log line.
-        logged = self._logged_steps()
         if ckpt.state.get("metrics") and ckpt.step not in logged:
             self._append_metrics(ckpt.state["metrics"])
 
@@ -190,6 +196,8 @@ class Trainer:
             self._apply_scaling()
             metrics = self.train_step()
             self.step += 1
+            if self.step in self.rerun_steps:
+                metrics["rerun"] = True
             if self.step % self.cfg.trainer.checkpoint_every == 0 or self.step == self.cfg.trainer.steps:
                 with _timed(metrics, "checkpoint_s"):
                     self.save_checkpoint(metrics)
@@ -449,8 +457,9 @@ def main(dcfg: DictConfig) -> None:
         cfg = config.load(dcfg)
         print(OmegaConf.to_yaml(dcfg) if cfg.trainer.print_config else "", end="", flush=True)
         trainer = Trainer(cfg)
-    except (config.ConfigError, ResumeError, PlacementError, ResourceError, FileNotFoundError) as exc:
-        # Bad input: one clear line naming the field, file or key, not a traceback.
+    except (config.ConfigError, ResumeError, PlacementError, ResourceError, FileNotFoundError, PhaseTimeout) as exc:
+        # Bad input (or actors that could not start in time): one clear line naming the field,
+        # file, key or actor, not a traceback.
         print(f"[error] {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     try:

@@ -25,7 +25,9 @@ def plot_run(run_dir: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     run = Path(run_dir)
-    rl, sft = _rows(run / "metrics.jsonl"), _rows(run / "sft_metrics.jsonl")
+    # A step run again after a resume (marked rerun) is logged twice: its last line counts.
+    rl = sorted({m["step"]: m for m in _rows(run / "metrics.jsonl")}.values(), key=lambda m: m["step"])
+    sft = _rows(run / "sft_metrics.jsonl")
     fig, axes = plt.subplots(2 if sft else 1, 1, figsize=(8, 6 if sft else 3.5), squeeze=False)
     ax = axes[0][0]
     steps = [m["step"] for m in rl]

@@ -11,8 +11,9 @@ from safetensors.torch import load_file
 
 
 def _instances(run_dir, step):
+    """The step's instances in the order of its groups (a repeat would show twice)."""
     rows = [json.loads(line) for line in (run_dir / "rollouts" / f"step_{step:06d}.jsonl").read_text().splitlines()]
-    return sorted({r["instance_id"] for r in rows})
+    return [r["instance_id"] for r in rows if r["sample"] == 0]
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +24,10 @@ def resumed(smoke_run, train_cli, tmp_path_factory):
     partial = run_dir / "checkpoints" / ".tmp-step_000003"
     (partial / "learner").mkdir(parents=True)
     torch.save({"step": 3, "policy_version": 99}, partial / "trainer.pt")
+    # ... and, with checkpoint_every > 1, a driver killed after logging a step it never
+    # checkpointed leaves that step's line: the step runs again and its new line says so.
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 3, "lost": True}) + "\n")
     proc = train_cli(run_dir, "trainer.steps=3")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return run_dir, proc.stdout
@@ -32,7 +37,10 @@ def test_resume_continues_exactly_where_it_stopped(resumed, job_run):
     run_dir, out = resumed
     assert "[resume] from" in out and "step_000002" in out
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [1, 2, 3]  # appended, one more step, nothing repeated
+    # Appended, never rewritten: the lost line stays, the step's new line comes last.
+    assert [(m["step"], m.get("lost"), m.get("rerun")) for m in metrics] == [
+        (1, None, None), (2, None, None), (3, True, None), (3, None, True)]
+    assert "steps 3-3 were logged after the last checkpoint" in out
     uninterrupted = job_run.run_dir
     for step in (1, 2, 3):
         assert _instances(run_dir, step) == _instances(uninterrupted, step)
