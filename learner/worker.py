@@ -20,8 +20,9 @@ call to the module skips; under ZeRO-3 it advances the micro-step counter withou
 micro-batch's gradient overwrote the previous one instead of adding to it (measured: only the
 last micro-batch survived).
 
-CPU vs GPU: gloo vs NCCL for DeepSpeed's group, fp32 vs bf16 (DeepSpeed's bf16 mode keeps
-fp32 master weights in the optimizer); both are chosen in `setup` from the device present.
+CPU vs GPU: gloo vs NCCL for DeepSpeed's group, chosen in `setup` from the device present.
+fp32 vs bf16 follows `model.dtype` (DeepSpeed's bf16 mode keeps fp32 master weights in the
+optimizer); the GPU preset sets bfloat16.
 """
 
 from __future__ import annotations
