@@ -19,7 +19,7 @@ import hashlib
 import json
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
@@ -36,6 +36,10 @@ from data.pulls import merged_pull_requests
 from data.schema import SCHEMA_VERSION
 from data.shards import ShardWriter, prepare_output, write_manifest
 from data.sources import InputError, iter_json_records, iter_swebench_rows, read_issue_index
+
+# Skips with a reason of their own (a git error, an unknown commit) shown per reason, and kept
+# in the manifest: enough to see what went wrong without a log of every candidate.
+EXAMPLES_PER_REASON = 5
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     sources = resolve_sources(cfg)
     out = prepare_output(cfg.out, cfg.overwrite)
     counts, candidates, started = new_counts(), 0, time.time()
+    examples: defaultdict[str, list[str]] = defaultdict(list)
     progress = _Progress()
     parallel = bool(cfg.workers or cfg.ray_address)
     with ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers:
@@ -199,9 +204,16 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
                 counts[reason] += 1
                 if reason == "kept":
                     writer.write(outcome.instance)  # type: ignore[arg-type]
+                elif outcome.detail and len(examples[reason]) < EXAMPLES_PER_REASON:
+                    # Skips that carry a why (git errors, unknown commits, rows of a bad file):
+                    # the first few are shown and kept in the manifest, naming the PR or row.
+                    examples[reason].append(f"{outcome.instance_id}: {outcome.detail}")
+                    print(f"[build] skipped {outcome.instance_id} ({reason}): {outcome.detail}", file=sys.stderr, flush=True)
                 progress.update(candidates, counts["kept"])
     progress.update(candidates, counts["kept"], force=True)
     manifest = _manifest(cfg, sources, counts, candidates, writer.shards, started, workers)
+    if examples:
+        manifest["skip_examples"] = dict(examples)
     write_manifest(out, manifest)
     return manifest
 

@@ -154,6 +154,10 @@ def test_unknown_base_commit_and_other_repositories_are_counted(synthetic: Path,
     pq.write_table(pa.Table.from_pylist(rows), path)
     manifest = build(BuildConfig(swebench=str(path), git=(str(synthetic),), out=str(tmp_path / "o")))
     assert {k: v for k, v in manifest["counts"].items() if v} == {"kept": 1, "unknown_commit": 1, "other_repo": 1}
+    # Each skip names its row and why, on stderr and in the manifest.
+    (unknown,) = manifest["skip_examples"]["unknown_commit"]
+    assert unknown.startswith("example__synthetic-1: ") and f"base_commit {'f' * 40} is not in" in unknown
+    assert "other/repo is not example/synthetic" in manifest["skip_examples"]["other_repo"][0]
     row = _rows(tmp_path / "o")[0]
     assert row["code_context"][0] == {"path": "pkg/base.py", "content": "BASE = 1\n"}
     assert row["oracle_new_content"] == [{"path": "pkg/base.py", "content": "BASE = 2\n"}]
