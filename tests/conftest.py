@@ -86,21 +86,36 @@ def job_run(tmp_path_factory) -> JobRun:
     from actors.weight_sync import listen_socket
 
     loopback_only()
-    sock = listen_socket("127.0.0.1")
-    dashboard_port = sock.getsockname()[1]
-    sock.close()
+    # Free ports for the dashboard and its node agent: another Ray on this machine (a user's
+    # run) holds the defaults, and an agent that cannot bind its port takes no jobs.
+    socks = [listen_socket("127.0.0.1") for _ in range(2)]
+    dashboard_port, agent_port = (s.getsockname()[1] for s in socks)
+    for s in socks:
+        s.close()
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": True, "dashboard_host": "127.0.0.1",
-        "dashboard_port": dashboard_port, "_system_config": {"metrics_report_interval_ms": 500}})
+        "dashboard_port": dashboard_port, "dashboard_agent_listen_port": agent_port,
+        "_system_config": {"metrics_report_interval_ms": 500}})
     run_dir = tmp_path_factory.mktemp("job") / "job"
     try:
         client = JobSubmissionClient(f"http://127.0.0.1:{dashboard_port}")
-        job_id = client.submit_job(
+        submit = dict(
             entrypoint=f"{sys.executable} train.py experiment=smoke trainer.steps=3 run_dir={run_dir}",
             # The code travels with the job; data, weights and caches do not (they live on
             # shared storage on a cluster; here the model cache is rebuilt in the job's copy).
             runtime_env={"working_dir": str(REPO), "excludes": [".venv", ".cache", ".git", "runs", "outputs",
                                                                  ".pytest_cache", ".hypothesis", "__pycache__"]})
+        # The dashboard answers before the node's job agent has registered (seconds; more on a
+        # loaded machine), and refuses jobs until then: retry that one refusal for a while.
+        agent_deadline = time.monotonic() + 60
+        while True:
+            try:
+                job_id = client.submit_job(**submit)
+                break
+            except RuntimeError as exc:
+                if "No available agent" not in str(exc) or time.monotonic() > agent_deadline:
+                    raise
+                time.sleep(2)
         scrapes, deadline = [], time.monotonic() + 900
         while not client.get_job_status(job_id).is_terminal() and time.monotonic() < deadline:
             try:
