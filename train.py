@@ -428,6 +428,8 @@ class Trainer:
             "rollout_actor_restarts": self.fleet.stats.restarts,
             "requeued_prompts": self.fleet.stats.requeued_prompts,
             "queue_depth": len(self.fleet.queue),
+            # Instances skipped because their prompt exceeds data.max_prompt_tokens (cumulative).
+            "prompts_too_long": self.loader.stats.dropped_too_long,
             **self.rewards.stats(),
         }
 

@@ -1,7 +1,9 @@
 """The whole system end to end: `python train.py experiment=smoke` through the real driver,
 real Ray actors, a real vLLM engine and real DeepSpeed ranks (2 steps, group_size 16)."""
 
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from transformers import AutoModelForCausalLM
@@ -56,3 +58,13 @@ def test_random_model_fails_the_format(smoke_run, field):
     first = smoke_run.metrics()[0]
     # 15 sampled answers of a random 2-layer model per group are malformed: reward -1.
     assert first[field] == (-1.0 if field == "reward_mean" else 1.0)
+
+
+def test_readme_documents_every_metrics_key_and_no_other(smoke_run):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme.split("### Metrics", 1)[1].split("\n#", 1)[0]
+    documented = {key for line in table.splitlines() if line.startswith("| `")
+                  for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])}
+    logged = set().union(*(m.keys() for m in smoke_run.metrics()))
+    assert logged - documented == set(), "logged but not in the README's metrics table"
+    assert documented - logged == {"rerun"}, "in the README's metrics table but never logged"
