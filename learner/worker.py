@@ -406,15 +406,25 @@ class LearnerWorker:
         return h.hexdigest()
 
     def save_hf(self, out_dir: str) -> str | None:
-        """Hugging Face export of the current policy (rank 0 writes; all ranks gather)."""
-        params = [p for _, p in self._named_params()]
-        with self._gathered(params):
-            if self.rank != 0:
-                return None
-            out = Path(out_dir)
-            out.mkdir(parents=True, exist_ok=True)
-            self._lm.save_pretrained(out, state_dict={k: v.detach().cpu() for k, v in self._lm.state_dict().items()})
-            for name in os.listdir(self.model_path):
-                if "token" in name or name in ("chat_template.jinja", "generation_config.json", "special_tokens_map.json"):
-                    shutil.copy2(Path(self.model_path) / name, out / name)
+        """Hugging Face export of the current policy (rank 0 writes; all ranks gather).
+
+        One parameter is gathered at a time and copied to rank 0's host memory, so no GPU ever
+        holds the whole model (under ZeRO-3 at 70B, 141 GB of bf16 would not fit in one)."""
+        state: dict[str, torch.Tensor] = {}
+        for name, p in self._named_params():
+            with self._gathered([p]):
+                if self.rank == 0:
+                    state[name] = p.data.detach().to("cpu", copy=True)
+        if self.rank != 0:
+            return None
+        # Persistent buffers too (none in Llama; other architectures keep some). A tied
+        # lm_head is left out, as in any checkpoint: loading re-ties it.
+        persistent = self._lm.state_dict().keys()
+        state.update((n, b.detach().cpu()) for n, b in self._lm.named_buffers() if n in persistent)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self._lm.save_pretrained(out, state_dict=state)
+        for name in os.listdir(self.model_path):
+            if "token" in name or name in ("chat_template.jinja", "generation_config.json", "special_tokens_map.json"):
+                shutil.copy2(Path(self.model_path) / name, out / name)
         return str(out)
