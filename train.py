@@ -269,12 +269,12 @@ class Trainer:
         """Wait for the step's groups; drop and regenerate those more than max_staleness
         versions old (possible in async mode only). Returns (results, groups dropped)."""
         ids = [request_id(self.step, slot, it.instance_id) for slot, it in enumerate(items)]
+        slot_of = {rid: slot for slot, rid in enumerate(ids)}
         results = {r.request_id: r for r in self.fleet.wait_for(ids)}
         dropped = 0
         while stale := [i for i in ids if self.policy_version - results[i].policy_version > self.cfg.trainer.max_staleness]:
             dropped += len(stale)
-            slots = {rid: slot for slot, rid in enumerate(ids)}
-            self.fleet.submit([self._request(self.step, slots[i], items[slots[i]]) for i in stale])
+            self.fleet.submit([self._request(self.step, slot_of[i], items[slot_of[i]]) for i in stale])
             results.update({r.request_id: r for r in self.fleet.wait_for(stale)})
         return [results[i] for i in ids], dropped
 
