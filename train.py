@@ -30,7 +30,7 @@ import numpy as np
 import ray
 import torch
 from omegaconf import DictConfig, OmegaConf
-from ray.exceptions import GetTimeoutError
+from ray.exceptions import GetTimeoutError, RayActorError
 
 from actors import weight_sync
 from actors.cluster import ResourceError, check_fits, init_ray
@@ -466,8 +466,11 @@ def main(dcfg: DictConfig) -> None:
         raise SystemExit(2) from None
     try:
         trainer.fit()
-    except PhaseTimeout as exc:
-        print(f"[error] {exc}. The last complete checkpoint is in {trainer.run_dir / 'checkpoints'}; "
+    except (PhaseTimeout, RayActorError) as exc:
+        # A phase that timed out, or an actor the run cannot go on without (a learner rank:
+        # DeepSpeed's group cannot lose a member). Rollout actors that die are restarted in place.
+        what = str(exc) if isinstance(exc, PhaseTimeout) else f"an actor died: {exc}"
+        print(f"[error] {what}. The last complete checkpoint is in {trainer.run_dir / 'checkpoints'}; "
               "starting again with the same run_dir resumes from it.", file=sys.stderr, flush=True)
         raise
     finally:

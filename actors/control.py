@@ -44,6 +44,11 @@ class FleetState:
         return {"wanted": self.wanted, "live": self.live, "step": self.step}
 
 
+# FleetState is a tiny in-memory actor with no CPU of its own: it answers in milliseconds, so a
+# minute without an answer means it (or its node) is gone. Not a config knob: nothing to tune.
+CALL_TIMEOUT_S = 60.0
+
+
 def actor_name(run: str) -> str:
     return f"fleet:{run}"
 
@@ -58,17 +63,17 @@ class FleetControl:
     def start(cls, run: str, wanted: int) -> FleetControl:
         handle = ray.remote(FleetState).options(name=actor_name(run), namespace=NAMESPACE, num_cpus=0,
                                                 get_if_exists=True).remote(wanted)
-        ray.get(handle.report.remote(wanted, 0))
+        ray.get(handle.report.remote(wanted, 0), timeout=CALL_TIMEOUT_S)
         return cls(handle)
 
     def desired(self) -> int:
-        return int(ray.get(self.handle.get_wanted.remote(), timeout=60))
+        return int(ray.get(self.handle.get_wanted.remote(), timeout=CALL_TIMEOUT_S))
 
     def set(self, n: int) -> int:
-        return int(ray.get(self.handle.set_wanted.remote(n), timeout=60))
+        return int(ray.get(self.handle.set_wanted.remote(n), timeout=CALL_TIMEOUT_S))
 
     def report(self, live: int, step: int) -> None:
-        ray.get(self.handle.report.remote(live, step), timeout=60)
+        ray.get(self.handle.report.remote(live, step), timeout=CALL_TIMEOUT_S)
 
     def stop(self) -> None:
         ray.kill(self.handle)
@@ -87,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no running job with run name {args.run!r} on this cluster (looked for actor {actor_name(args.run)!r})")
         return 2
     if args.actors is not None:
-        ray.get(handle.set_wanted.remote(args.actors))
-    print(ray.get(handle.status.remote()))
+        ray.get(handle.set_wanted.remote(args.actors), timeout=CALL_TIMEOUT_S)
+    print(ray.get(handle.status.remote(), timeout=CALL_TIMEOUT_S))
     return 0
 
 
