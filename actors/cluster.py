@@ -13,40 +13,49 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+from conf.logs import third_party_level
+from learner.transport.collective import LOOPBACK_ENV
+
+if TYPE_CHECKING:
+    from conf.config import TrainConfig
 
 
 def loopback_only() -> None:
     """Make a local Ray started after this call listen on 127.0.0.1 only."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    os.environ[LOOPBACK_ENV] = "0"
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None:
         constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
 
 
-def is_local_only() -> bool:
-    return os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0"
-
-
-def node_host() -> str:
-    """The address other processes reach this node's services on (127.0.0.1 when local)."""
-    import ray
-
-    return "127.0.0.1" if is_local_only() else ray.util.get_node_ip_address()
-
-
-def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, **kwargs: object) -> None:
+def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: bool = False, **kwargs: object) -> None:
     """Join the cluster at `address` (or RAY_ADDRESS, as under `ray job submit`); with neither,
     start a local one on 127.0.0.1 with `num_cpus` logical CPUs."""
     import ray
 
     if ray.is_initialized():
         return
+    # Ray's own advisories (start-up, token authentication) only with verbose: conf/logs.py.
+    kwargs.setdefault("logging_level", third_party_level(verbose))
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or None, **kwargs)
         return
     loopback_only()
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
              dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+
+
+def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:
+    """What a training config asks of the cluster: (what, how many, resources of one)."""
+    return [
+        ("rollout actor (rollout.num_cpus/num_gpus)", cfg.rollout.num_actors,
+         {"CPU": cfg.rollout.num_cpus, "GPU": cfg.rollout.num_gpus}),
+        ("reward actor (reward.num_cpus)", cfg.reward.num_workers, {"CPU": cfg.reward.num_cpus}),
+        ("learner rank (learner.num_cpus_per_rank/num_gpus_per_rank)", cfg.learner.num_ranks,
+         {"CPU": cfg.learner.num_cpus_per_rank, "GPU": cfg.learner.num_gpus_per_rank}),
+    ]
 
 
 class ResourceError(RuntimeError):

@@ -1,53 +1,59 @@
-"""The rollout fleet: the driver's handle on every rollout actor, their work queue and their weights.
+"""The rollout fleet: the driver's handle on every rollout actor, their work queue and membership.
 
 Work: prompts are queued and dispatched in chunks to the actor with the least outstanding work
 (each actor holds at most one chunk; a chunk is one `generate` call, which vLLM batches). A
 chunk is `ceil(queued / live actors)` prompts, capped by `rollout.max_prompts_per_call`, so one
 engine gets the whole step in one call while several engines share it by load.
 
+Waiting: `wait` is the driver's one way to wait for anything while engines work: for Ray refs
+(a learner update, a weight sync) and/or generation results, with the phase's deadline. Each
+turn it collects finished chunks and, unless told not to, hands queued prompts to idle
+engines: during a weight sync nothing new is dispatched (a chunk sent then would queue on the
+engine before its part of the collective and stall it); during training it is (async mode
+generates the next steps meanwhile).
+
 Failures: a chunk whose actor dies is re-queued whole (its samples are regenerated: a partially
 generated group would be biased towards short answers). Ray restarts the actor
 (`max_restarts`); the restarted actor has its initial weights, so before it samples again it
-receives the current weights through the object store. Every call has a timeout.
+catches up (`catch_up`: the current weights through the object store, actors/weight_sync.py).
+Every call has a timeout.
 
 Membership: actors can be added (`add_actor`) or removed (`remove_actor`, which lets the
-actor finish its chunk) while training runs. The weight-sync group cannot change members, so
-a new or restarted actor gets weights through the object store until the next sync, which
-re-forms the group over the live actors (actors/weight_sync.py).
+actor finish its chunk) while training runs, and `scale_to` does either to reach a count. A
+rendezvous weight-sync group cannot change members: `needs_group` tells the weight sync to
+re-form it over the live actors before its next push.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
-from actors import weight_sync
+from actors.phases import PhaseTimeout
 from actors.rollout import GenerationRequest, GenerationResult, RolloutWorker
+from conf import device as devices
 from conf.config import RolloutConfig
+from conf.logs import actor_env
+from learner.transport import WeightTransport
 
-
-class PhaseTimeout(RuntimeError):
-    """A remote call did not answer in time; the message names the phase and the actor."""
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class Member:
     actor_id: str
     handle: Any
-    resources: dict[str, float] = field(default_factory=dict)
-    in_group: bool = False  # joined the current weight-sync group
-    version: int = 0  # policy_version of its weights, as far as the driver knows
     chunk: tuple[Any, list[GenerationRequest]] | None = None  # (ref, requests) in flight
     retiring: bool = False  # removal requested: no new work; killed once idle
-    restarts: int = 0
 
 
 @dataclass
@@ -58,24 +64,26 @@ class FleetStats:
     removed: int = 0
 
 
-# (bucket plan, packed arrays, policy_version) of the learner's current weights.
-WeightsSnapshot = tuple[list[weight_sync.Bucket], list[Any], int]
-
-
 class RolloutFleet:
     def __init__(self, cfg: RolloutConfig, *, model_path: str, dtype: str, seed: int, timeout_s: float,
-                 weights: Callable[[], WeightsSnapshot]) -> None:
-        """Starts cfg.num_actors engines (call wait_ready before use). `weights()` fetches the
-        learner's current weights for actors that cannot take part in the sync group."""
+                 device: devices.Device, catch_up: Callable[[Any], int], verbose: bool = False) -> None:
+        """Starts cfg.num_actors engines (call wait_ready before use). `catch_up(handle)` gives an
+        engine outside the sync group the learner's current weights and returns their version."""
         self.cfg, self.model_path, self.dtype, self.seed, self.timeout_s = cfg, model_path, dtype, seed, timeout_s
-        self.weights = weights
+        self.device, self.catch_up = device, catch_up
+        # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
+        # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
+        self.env = actor_env(verbose) | ({"OMP_NUM_THREADS": str(cfg.cpu_threads)} if device == "cpu" else {})
         self.remote_cls = ray.remote(RolloutWorker)
         self.members: list[Member] = []
         self.queue: deque[GenerationRequest] = deque()
         self.done: dict[str, GenerationResult] = {}
         self.stats = FleetStats()
+        self.group: frozenset[str] | None = None  # actor ids of the current weight-sync group
+        # Called with the member right after a chunk is dispatched to it: a seam for tests that
+        # inject faults (kill an engine mid-generation) and for instrumentation.
+        self.on_dispatch: list[Callable[[Member], None]] = []
         self._ids = itertools.count()
-        self.group_spec: weight_sync.SyncGroupSpec | None = None
         for _ in range(cfg.num_actors):
             self._spawn()
 
@@ -86,14 +94,11 @@ class RolloutFleet:
 
     def _spawn(self, resources: dict[str, float] | None = None) -> Member:
         actor_id = f"rollout-{next(self._ids)}"
-        # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
-        # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
-        env = {} if self.cfg.num_gpus > 0 else {"OMP_NUM_THREADS": str(self.cfg.cpu_threads)}
         handle = self.remote_cls.options(
             num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, resources=resources or {},
-            max_restarts=self.cfg.max_restarts, max_task_retries=0, runtime_env={"env_vars": env},
-        ).remote(self.cfg, self.model_path, self.dtype, self.seed + len(self.members), actor_id)
-        member = Member(actor_id, handle, dict(resources or {}))
+            max_restarts=self.cfg.max_restarts, max_task_retries=0, runtime_env={"env_vars": self.env},
+        ).remote(self.cfg, self.model_path, self.dtype, self.seed + len(self.members), actor_id, self.device)
+        member = Member(actor_id, handle)
         self.members.append(member)
         return member
 
@@ -101,20 +106,28 @@ class RolloutFleet:
         """Start one more engine; it receives the current weights (object store) before any work."""
         member = self._spawn(resources)
         self._await(member.handle.ready.remote(), "scale-up", member.actor_id)
-        self._load_weights(member, *self.weights())
+        self.catch_up(member.handle)
         self.stats.added += 1
         return member.actor_id
 
     def remove_actor(self, actor_id: str | None = None) -> str:
         """Retire an actor (the newest by default): it takes no new work and is killed once its
         chunk is done; the group is re-formed without it at the next sync."""
-        live = [m for m in self.members if not m.retiring]
+        live = self.live
         if len(live) <= 1:
             raise ValueError("cannot remove the last rollout actor")
         member = next(m for m in reversed(live) if actor_id in (None, m.actor_id))
         member.retiring = True
         self._reap()
         return member.actor_id
+
+    def scale_to(self, wanted: int) -> None:
+        """Add or retire actors until `wanted` (at least one) are live."""
+        while len(self.live) < wanted:
+            log.info("[fleet] adding a rollout actor (%d -> %d)", len(self.live), wanted)
+            self.add_actor()
+        while len(self.live) > max(1, wanted):
+            log.info("[fleet] removing %s (%d -> %d)", self.remove_actor(), len(self.live) + 1, wanted)
 
     def _reap(self) -> None:
         for m in [m for m in self.members if m.retiring and m.chunk is None]:
@@ -125,7 +138,6 @@ class RolloutFleet:
             ray.kill(m.handle, no_restart=True)
             self.members.remove(m)
             self.stats.removed += 1
-            self.group_spec = None  # the group had this member: re-form at the next sync
 
     @property
     def live(self) -> list[Member]:
@@ -136,26 +148,40 @@ class RolloutFleet:
     def submit(self, requests: list[GenerationRequest]) -> None:
         self.queue.extend(requests)
 
-    def pump(self, wait_s: float = 0.0) -> None:
-        """Dispatch queued prompts to idle actors, collect finished chunks (waiting up to wait_s
-        for one), re-queue the chunks of dead actors."""
-        self._dispatch()
-        in_flight = {m.chunk[0]: m for m in self.members if m.chunk is not None}
-        if not in_flight:
-            return
-        ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=wait_s)
-        for ref in ready:
-            self._collect(in_flight[ref])
-        self._reap()
-        self._dispatch()
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Submit and wait for exactly these requests; results in request order."""
+        self.submit(requests)
+        return self.results([r.request_id for r in requests])
 
-    def collect(self) -> None:
-        """Collect finished chunks without dispatching new ones (while a sync is in flight)."""
-        in_flight = {m.chunk[0]: m for m in self.members if m.chunk is not None}
-        if in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
+    def results(self, request_ids: Sequence[str]) -> list[GenerationResult]:
+        """Wait for (and take) the results of submitted requests, in the given order."""
+        self.wait([], "generate", request_ids=request_ids)
+        return [self.done.pop(r) for r in request_ids]
+
+    def wait(self, refs: Sequence[Any], phase: str, *, dispatch: bool = True,
+             request_ids: Sequence[str] = ()) -> list[Any]:
+        """Wait until `refs` are done and `request_ids` generated, within the phase deadline
+        (`timeout_s`), while collecting finished chunks and (dispatch) handing out queued
+        prompts; returns the refs' values."""
+        deadline = time.monotonic() + self.timeout_s
+        pending = list(refs)
+        while pending or any(r not in self.done for r in request_ids):
+            if time.monotonic() > deadline:
+                missing = [r for r in request_ids if r not in self.done]
+                raise PhaseTimeout(f"phase {phase}: {len(pending)} call(s) and {len(missing)} prompt(s) not done within "
+                                   f"{self.timeout_s:.0f} s (rollout actors: {[m.actor_id for m in self.members]})")
+            if dispatch:
+                self._dispatch()
+            chunks = {m.chunk[0]: m for m in self.members if m.chunk is not None}
+            if not pending and not chunks:  # nothing can make progress: the prompts were never submitted
+                raise RuntimeError(f"phase {phase}: waiting for prompts that are neither queued nor in flight")
+            ray.wait(pending + list(chunks), num_returns=1, timeout=0.5)
+            ready, _ = ray.wait(list(chunks), num_returns=len(chunks), timeout=0) if chunks else ([], [])
             for ref in ready:
-                self._collect(in_flight[ref])
+                self._collect(chunks[ref])
+            pending = ray.wait(pending, num_returns=len(pending), timeout=0)[1] if pending else []
+            self._reap()
+        return ray.get(list(refs))
 
     def _dispatch(self) -> None:
         idle = [m for m in self.live if m.chunk is None]
@@ -164,6 +190,8 @@ class RolloutFleet:
             member = idle.pop(0)
             chunk = [self.queue.popleft() for _ in range(min(size, len(self.queue)))]
             member.chunk = (member.handle.generate.remote(chunk), chunk)
+            for hook in self.on_dispatch:
+                hook(member)
 
     def _collect(self, member: Member) -> None:
         assert member.chunk is not None
@@ -177,17 +205,15 @@ class RolloutFleet:
 
     def _on_death(self, member: Member, chunk: list[GenerationRequest]) -> None:
         """Re-queue the chunk at the front; the actor restarts (Ray) with its initial weights."""
-        print(f"[fleet] {member.actor_id} died; re-queueing {len(chunk)} prompt(s)", flush=True)
+        log.warning("[fleet] %s died; re-queueing %d prompt(s)", member.actor_id, len(chunk))
         self.queue.extendleft(reversed(chunk))
         self.stats.restarts += 1
         self.stats.requeued_prompts += len(chunk)
-        member.restarts += 1
-        member.in_group, member.version = False, -1  # needs weights before it samples again
-        self.group_spec = None
+        self.group = None  # the restarted process is in no group: re-form at the next sync
         if member.retiring:
             return
         self._wait_restarted(member)
-        self._load_weights(member, *self.weights())
+        self.catch_up(member.handle)
 
     def _wait_restarted(self, member: Member) -> None:
         """Calls made while Ray restarts an actor fail fast: retry until it answers."""
@@ -204,69 +230,21 @@ class RolloutFleet:
             except GetTimeoutError as exc:
                 raise PhaseTimeout(f"phase restart: {member.actor_id} did not come back within {self.timeout_s:.0f} s") from exc
 
-    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
-        """Submit and wait for exactly these requests (sync mode); results in request order."""
-        self.submit(requests)
-        return self.wait_for([r.request_id for r in requests])
-
-    def wait_for(self, request_ids: list[str], between: Callable[[], None] | None = None) -> list[GenerationResult]:
-        deadline = time.monotonic() + self.timeout_s
-        while any(r not in self.done for r in request_ids):
-            if time.monotonic() > deadline:
-                missing = [r for r in request_ids if r not in self.done]
-                raise PhaseTimeout(f"phase generate: {len(missing)} prompt(s) not generated within "
-                                   f"{self.timeout_s:.0f} s (actors: {[m.actor_id for m in self.members]})")
-            self.pump(wait_s=0.5)
-            if between is not None:
-                between()
-        return [self.done.pop(r) for r in request_ids]
-
-    # -- weights --------------------------------------------------------------------------
-
-    def _load_weights(self, member: Member, plan: list[weight_sync.Bucket], arrays: list[Any], version: int) -> None:
-        # The actor's calls run in order: these weights land before any chunk dispatched later.
-        self._await(member.handle.load_weights.remote(plan, arrays, version), "sync (object store)", member.actor_id)
-        member.version = version
-
-    def needs_group(self) -> bool:
-        return self.group_spec is None or any(not m.in_group for m in self.live)
-
-    def join_group(self, spec: weight_sync.SyncGroupSpec, plan: list[weight_sync.Bucket]) -> list[Any]:
-        """Refs of every live actor joining a new sync group (ranks 1.. in member order)."""
-        self.group_spec = spec
-        per_engine = self.engine_ranks_per_actor
-        refs = [m.handle.join_weight_sync.remote(spec, 1 + i * per_engine, plan) for i, m in enumerate(self.live)]
-        for m in self.live:
-            m.in_group = True
-        return refs
+    # -- weight-sync group ------------------------------------------------------------------
 
     @property
     def engine_ranks_per_actor(self) -> int:
         """Sync-group ranks per actor: the engine's TP workers (1 on CPU)."""
-        return self.cfg.tensor_parallel_size if self.cfg.num_gpus > 0 else 1
+        return self.cfg.tensor_parallel_size if self.device == "cuda" else 1
 
-    def receive_weights(self, version: int) -> list[Any]:
-        return [m.handle.receive_weights.remote(version) for m in self.live]
+    def needs_group(self) -> bool:
+        return self.group != frozenset(m.actor_id for m in self.live)
 
-    def mark_version(self, version: int) -> None:
-        for m in self.live:
-            m.version = version
-
-    def idle(self) -> bool:
-        return all(m.chunk is None for m in self.members)
-
-    def drain(self) -> None:
-        """Wait until no chunk is in flight (before a sync in async mode: the sync queues
-        behind in-flight chunks anyway; draining keeps new chunks from slipping in)."""
-        deadline = time.monotonic() + self.timeout_s
-        while not self.idle():
-            if time.monotonic() > deadline:
-                raise PhaseTimeout(f"phase sync: rollout actors still busy after {self.timeout_s:.0f} s")
-            in_flight = {m.chunk[0]: m for m in self.members if m.chunk is not None}
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.5)
-            for ref in ready:
-                self._collect(in_flight[ref])
-        self._reap()
+    def join_group(self, transport: type[WeightTransport], spec: Any) -> list[Any]:
+        """Refs of every live actor joining a new group (ranks 1.. in member order)."""
+        per_engine = self.engine_ranks_per_actor
+        self.group = frozenset(m.actor_id for m in self.live)
+        return [m.handle.join_weights.remote(transport, spec, 1 + i * per_engine) for i, m in enumerate(self.live)]
 
     # -- misc -----------------------------------------------------------------------------
 
@@ -279,8 +257,9 @@ class RolloutFleet:
     def prompt_logprobs(self, token_ids: list[int]) -> list[float]:
         return self._await(self.live[0].handle.prompt_logprobs.remote(token_ids), "verify", self.live[0].actor_id)
 
-    def actor_stats(self) -> list[dict[str, Any]]:
-        return self._await([m.handle.stats.remote() for m in self.live], "stats", "rollout actors")
+    def metrics(self) -> dict[str, int]:
+        return {"rollout_actors": len(self.live), "rollout_actor_restarts": self.stats.restarts,
+                "requeued_prompts": self.stats.requeued_prompts, "queue_depth": len(self.queue)}
 
     def shutdown(self) -> None:
         for m in self.members:

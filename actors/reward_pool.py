@@ -1,7 +1,9 @@
-"""Reward actors: a pool of Ray actor processes scoring rollouts with the SWE-RL reward.
+"""Reward actors: a pool of Ray actor processes scoring rollouts with the configured reward kind.
 
-The reward (`reward/`) is pure CPU work, quadratic in the diff size, and holds the GIL, so it
-runs in processes (Ray actors), never threads. The pool owns:
+The workers are generic: each holds the run's reward kind (reward/kinds.py, `reward.kind`),
+prepares an instance once and scores outputs against it. The paper's similarity reward is pure
+CPU work, quadratic in the diff size, and holds the GIL, so rewards run in processes (Ray
+actors), never threads. The pool owns:
 
 - placement: `reward.num_workers` actors of `reward.num_cpus` CPUs each, independent of the
   rollout and learner actors, so reward capacity scales on its own;
@@ -9,11 +11,13 @@ runs in processes (Ray actors), never threads. The pool owns:
   batch at a time and gets the next when it returns one, so a slow batch never idles the
   others. Results are written back by job index: they return in input order, with their
   rollout ids, whatever the completion order;
-- data movement: each instance (code context + oracle files, shared by the group's 16
-  rollouts) is put in the object store once per call; batches carry ObjectRefs and a worker
-  fetches an instance and computes its oracle diffs once per call, not once per batch;
+- data movement: each instance (shared by the group's 16 rollouts) is put in the object store
+  once per call; batches carry ObjectRefs and a worker fetches an instance and prepares it
+  (the similarity kind: the oracle's diffs) once per call, not once per batch;
 - failures: a worker that dies, or whose call exceeds `reward.call_timeout_s`, is killed and
-  replaced, and its batch is redone. A batch that fails twice is split into single jobs, and a
+  replaced, and its batch is redone. The deadline measures the call alone: a replacement
+  worker gets work only once its process has started (a process start on a loaded machine
+  takes seconds, and counting it made healthy jobs miss a short deadline). A batch that fails twice is split into single jobs, and a
   single job that fails twice is given up with reward 0 and a reason (counted in
   `reward_lost_jobs`), so one poisonous output cannot stall training. A call that raises (a
   bug) is redone the same way without replacing the worker.
@@ -31,18 +35,26 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray.exceptions import RayError, RayTaskError
 
 from conf.config import RewardConfig
-from reward import RewardResult, oracle_diffs, score_with_oracle_diffs
+from data.schema import Instance
+from reward import RewardResult
+from reward.kinds import RewardKind, make_reward
+
+if TYPE_CHECKING:
+    from actors.generation import Group
 
 # A batch (then a single job) is tried this many times before its jobs are given up.
 _MAX_ATTEMPTS = 2
-# Instances a worker keeps fetched and diffed (a step has prompts_per_step of them; 32 in the paper).
+# Instances a worker keeps fetched and prepared (a step has prompts_per_step of them; 32 in the paper).
 _PREPARED_INSTANCES = 256
+# A worker process that has not started after this long will not: its node cannot run it.
+# Not a knob: a start takes seconds; this bound only turns a hang into an error.
+START_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -53,53 +65,45 @@ class ScoreJob:
 
 
 @dataclass(frozen=True)
-class RewardInstance:
-    code_context: dict[str, str]  # path -> content at the base commit
-    oracle_new_content: dict[str, str]  # path -> content after the oracle patch
-
-
-@dataclass(frozen=True)
 class ScoredJob:
     rollout_id: str
     result: RewardResult
 
 
 class RewardWorker:
-    """Scores batches of jobs; a plain class, made a Ray actor by the pool (testable without Ray)."""
+    """Scores batches of jobs with one reward kind; a plain class, made a Ray actor by the pool
+    (testable without Ray)."""
 
-    def __init__(self, max_pair_seconds: float):
-        self.max_pair_seconds = max_pair_seconds
-        # ObjectRef hex -> (instance, its oracle diffs). A pool call puts each instance once and
-        # sends this worker several batches of its group: fetch and diff it once, not per batch.
-        self._prepared: OrderedDict[str, tuple[RewardInstance, dict[str, str | None]]] = OrderedDict()
+    def __init__(self, kind: RewardKind):
+        self.kind = kind
+        # ObjectRef hex -> prepared state. A pool call puts each instance once and sends this
+        # worker several batches of its group: fetch and prepare it once, not per batch.
+        self._prepared: OrderedDict[str, Any] = OrderedDict()
 
     def pid(self) -> int:
         """The worker's process id (a readiness probe, and lets tests see replacements)."""
         return os.getpid()
 
-    def _prepare(self, value: RewardInstance | ray.ObjectRef) -> tuple[RewardInstance, dict[str, str | None]]:
-        key = value.hex() if isinstance(value, ray.ObjectRef) else None
-        if key is not None and key in self._prepared:
+    def _prepare(self, value: Instance | ray.ObjectRef) -> Any:
+        if not isinstance(value, ray.ObjectRef):
+            return self.kind.prepare(value)
+        key = value.hex()
+        if key in self._prepared:
             self._prepared.move_to_end(key)
             return self._prepared[key]
         # Nested ObjectRefs are not resolved by Ray: fetch here (a failure fails the call, and
         # the pool redoes the batch).
-        instance = ray.get(value) if key is not None else value
-        entry = (instance, oracle_diffs(instance.code_context, instance.oracle_new_content))
-        if key is not None:
-            self._prepared[key] = entry
-            if len(self._prepared) > _PREPARED_INSTANCES:
-                self._prepared.popitem(last=False)
-        return entry
+        state = self._prepared[key] = self.kind.prepare(ray.get(value))
+        if len(self._prepared) > _PREPARED_INSTANCES:
+            self._prepared.popitem(last=False)
+        return state
 
-    def score(self, jobs: list[ScoreJob], instances: dict[str, RewardInstance]) -> list[ScoredJob]:
+    def score(self, jobs: list[ScoreJob], instances: Mapping[str, Instance | ray.ObjectRef]) -> list[ScoredJob]:
         """Score every job against its instance; an output never makes this raise."""
         scored = []
         for job in jobs:
             try:
-                instance, oracle = self._prepare(instances[job.instance_id])
-                result = score_with_oracle_diffs(instance.code_context, oracle, job.output,
-                                                 max_pair_seconds=self.max_pair_seconds)
+                result = self.kind.score(self._prepare(instances[job.instance_id]), job.output)
             except RayError:
                 raise  # the object store failed, not the scorer: let the pool redo the batch
             except Exception as exc:  # a scorer bug costs this rollout its reward, not the step
@@ -126,26 +130,62 @@ class RewardPool:
 
     def __init__(self, cfg: RewardConfig):
         self.cfg = cfg
+        self.kind = make_reward(cfg)
         # max_restarts=0: Ray must not restart a dead worker behind our back; the pool replaces it
         # and knows which batch to redo.
-        self._remote_cls = ray.remote(num_cpus=cfg.num_cpus, max_restarts=0)(RewardWorker)
-        self._workers = [self._spawn() for _ in range(cfg.num_workers)]
+        self._remote_cls = ray.remote(RewardWorker).options(num_cpus=cfg.num_cpus, max_restarts=0)
+        self._workers: list[Any] = [None] * cfg.num_workers
+        self._starting: dict[Any, tuple[int, float]] = {}  # readiness ref -> (worker index, deadline)
         self._stats = {"reward_timeouts": 0, "reward_actor_restarts": 0, "reward_lost_jobs": 0}
-        ray.get([worker.pid.remote() for worker in self._workers], timeout=cfg.call_timeout_s)
+        for index in range(cfg.num_workers):
+            self._start(index)
+        while self._starting:
+            self._await_start(None)
 
-    def _spawn(self) -> Any:
-        return self._remote_cls.remote(self.cfg.max_pair_seconds)
+    def _start(self, index: int) -> None:
+        """(Re)place worker `index`; it takes work once its readiness probe answers."""
+        self._workers[index] = self._remote_cls.remote(self.kind)
+        self._starting[self._workers[index].pid.remote()] = (index, time.monotonic() + START_TIMEOUT_S)
 
     def _replace(self, index: int) -> None:
         ray.kill(self._workers[index], no_restart=True)
-        self._workers[index] = self._spawn()
+        self._start(index)
         self._stats["reward_actor_restarts"] += 1
+
+    def _await_start(self, idle: deque[int] | None, timeout: float | None = None) -> None:
+        """Wait (up to `timeout`, default the earliest start deadline) for starting workers;
+        those that answered become idle."""
+        wait_s = min(d for _, d in self._starting.values()) - time.monotonic() if timeout is None else timeout
+        ready, _ = ray.wait(list(self._starting), num_returns=len(self._starting), timeout=max(0.0, wait_s))
+        for ref in ready:
+            index, _ = self._starting.pop(ref)
+            try:
+                ray.get(ref)
+            except RayError as exc:
+                raise RuntimeError(f"reward worker {index} could not start: {exc}") from exc
+            if idle is not None:
+                idle.append(index)
+        late = [index for index, deadline in self._starting.values() if deadline <= time.monotonic()]
+        if late:
+            raise RuntimeError(f"reward worker(s) {late} did not start within {START_TIMEOUT_S:.0f} s "
+                               f"(reward.num_cpus={self.cfg.num_cpus} each)")
+
+    @property
+    def workers(self) -> list[Any]:
+        """The current worker handles (for tests that inject faults, and debugging)."""
+        return list(self._workers)
 
     def worker_pids(self) -> list[int]:
         """Process ids of the current workers (for tests and debugging)."""
-        return ray.get([worker.pid.remote() for worker in self._workers], timeout=self.cfg.call_timeout_s)
+        return ray.get([worker.pid.remote() for worker in self._workers], timeout=START_TIMEOUT_S)
 
-    def score(self, jobs: Sequence[ScoreJob], instances: Mapping[str, RewardInstance]) -> list[ScoredJob]:
+    def score_groups(self, groups: Sequence[Group]) -> list[ScoredJob]:
+        """Every completion of every group, in order; rollout ids "<request id>/<sample>"."""
+        jobs = [ScoreJob(f"{g.request_id}/{j}", g.item.instance_id, c.text)
+                for g in groups for j, c in enumerate(g.completions)]
+        return self.score(jobs, {g.item.instance_id: g.item.instance for g in groups})
+
+    def score(self, jobs: Sequence[ScoreJob], instances: Mapping[str, Instance]) -> list[ScoredJob]:
         """Score jobs on the workers; results in input order. Raises only for unknown instance ids."""
         missing = sorted({job.instance_id for job in jobs} - instances.keys())
         if missing:
@@ -155,48 +195,55 @@ class RewardPool:
         queue = deque(_Batch(tuple(range(start, min(start + size, len(jobs))))) for start in range(0, len(jobs), size))
         results: list[ScoredJob | None] = [None] * len(jobs)
         in_flight: dict[Any, _Call] = {}
-        idle = deque(range(len(self._workers)))
+        starting = {index for index, _ in self._starting.values()}
+        idle = deque(i for i in range(len(self._workers)) if i not in starting)
         while queue or in_flight:
             while queue and idle:
                 worker, batch = idle.popleft(), queue.popleft()
                 batch_jobs = [jobs[i] for i in batch.indices]
                 batch_refs = {job.instance_id: refs[job.instance_id] for job in batch_jobs}
                 ref = self._workers[worker].score.remote(batch_jobs, batch_refs)
+                # The deadline starts now: the worker is known to be up.
                 in_flight[ref] = _Call(worker, batch, time.monotonic() + self.cfg.call_timeout_s)
-            wait_s = max(0.0, min(call.deadline for call in in_flight.values()) - time.monotonic())
-            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=wait_s)
+            deadlines = [call.deadline for call in in_flight.values()] + [d for _, d in self._starting.values()]
+            wait_s = max(0.0, min(deadlines) - time.monotonic())
+            done, _ = ray.wait(list(in_flight) + list(self._starting), num_returns=1, timeout=wait_s)
+            if self._starting:
+                self._await_start(idle, timeout=0.0)
             for ref in done:
-                call = in_flight.pop(ref)
-                idle.append(call.worker)
-                self._collect(ref, call, jobs, results, queue)
-            self._expire(in_flight, idle, jobs, results, queue)
+                if ref in in_flight:
+                    call = in_flight.pop(ref)
+                    if self._collect(ref, call, jobs, results, queue):
+                        idle.append(call.worker)
+            self._expire(in_flight, jobs, results, queue)
         complete = [scored for scored in results if scored is not None]
         assert len(complete) == len(jobs), "every batch ends scored or given up"
         self._stats["reward_timeouts"] += sum(scored.result.timed_out for scored in complete)
         return complete
 
     def _collect(self, ref: Any, call: _Call, jobs: Sequence[ScoreJob], results: list[ScoredJob | None],
-                 queue: deque[_Batch]) -> None:
+                 queue: deque[_Batch]) -> bool:
+        """Store a finished call's results; returns whether its worker is alive and idle."""
         try:
             scored = ray.get(ref)
         except RayTaskError as exc:  # the method raised; the process is alive
             self._retry(call.batch, f"the reward call raised {exc.cause!r}", jobs, results, queue)
-            return
+            return True
         except RayError as exc:  # the process died (or its result was lost): replace it
             self._replace(call.worker)
             self._retry(call.batch, f"the reward worker died ({type(exc).__name__})", jobs, results, queue)
-            return
-        for index, item in zip(call.batch.indices, scored):
+            return False
+        for index, item in zip(call.batch.indices, scored, strict=True):
             results[index] = item
+        return True
 
-    def _expire(self, in_flight: dict[Any, _Call], idle: deque[int], jobs: Sequence[ScoreJob],
-                results: list[ScoredJob | None], queue: deque[_Batch]) -> None:
+    def _expire(self, in_flight: dict[Any, _Call], jobs: Sequence[ScoreJob], results: list[ScoredJob | None],
+                queue: deque[_Batch]) -> None:
         now = time.monotonic()
         for ref, call in list(in_flight.items()):
             if call.deadline <= now:
                 del in_flight[ref]
                 self._replace(call.worker)  # a stuck C loop cannot be interrupted: kill the process
-                idle.append(call.worker)
                 self._retry(call.batch, f"the reward call exceeded {self.cfg.call_timeout_s:g} s", jobs, results,
                             queue)
 
@@ -221,3 +268,4 @@ class RewardPool:
         for worker in self._workers:
             ray.kill(worker, no_restart=True)
         self._workers = []
+        self._starting.clear()

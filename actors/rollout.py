@@ -9,23 +9,28 @@ returns temperature-free logprobs, which would bias the GRPO ratio), plus the
 Prompts arrive as token ids built by the driver's tokenizer; the learner later trains on
 exactly these ids and the sampled ids, never on re-tokenised text.
 
-CPU vs GPU (the only device differences live in `_engine_args`): on CPU vLLM-CPU needs a KV
-cache size in GiB, eager mode and a single process (VLLM_ENABLE_V1_MULTIPROCESSING=0: the
-engine core and its worker run inside this actor, ~2.5 s start); on GPU the engine may spawn
-its TP workers and sizes its cache from gpu_memory_utilization.
+CPU vs GPU (the driver decides, conf/device.py; the engine differences live in
+`engine_args`): on CPU vLLM-CPU needs a KV cache size in GiB, eager mode and a single process
+(VLLM_ENABLE_V1_MULTIPROCESSING=0: the engine core and its worker run inside this actor, ~2.5 s
+start); on GPU the engine may spawn its TP workers and sizes its cache from
+gpu_memory_utilization.
+
+Weights arrive through a weight transport (learner/transport/): `join_weights` and
+`receive_weights` forward to the engine's workers (actors/vllm_ext.py) with collective_rpc.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from actors import weight_sync
+from conf import device as devices
 from conf.config import RolloutConfig
+from learner.transport import Shipment, WeightTransport
+from learner.transport.buckets import Bucket
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,7 @@ class GenerationResult:
     actor_id: str
 
 
-def _is_cpu() -> bool:
-    import torch
-
-    return not torch.cuda.is_available()
-
-
-def _engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int) -> dict[str, Any]:
+def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, device: devices.Device) -> dict[str, Any]:
     args: dict[str, Any] = dict(
         model=model_path,
         dtype=dtype,
@@ -68,8 +67,10 @@ def _engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int) -> 
         logprobs_mode="processed_logprobs",
         worker_extension_cls="actors.vllm_ext.WeightSyncExtension",
         enable_prefix_caching=True,
+        # The loading progress bar follows the actor's quiet setting (conf/logs.py actor_env).
+        use_tqdm_on_load=os.environ.get("TQDM_DISABLE") != "1",
     )
-    if _is_cpu():
+    if device == "cpu":
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cfg.kv_cache_gib)
         # One process: the worker (and our weight-sync extension) lives in this actor.
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
@@ -83,18 +84,21 @@ def _engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int) -> 
 
 
 class RolloutWorker:
-    def __init__(self, cfg: RolloutConfig, model_path: str, dtype: str, seed: int, actor_id: str) -> None:
+    def __init__(self, cfg: RolloutConfig, model_path: str, dtype: str, seed: int, actor_id: str,
+                 device: devices.Device) -> None:
         self.cfg = cfg
         self.actor_id = actor_id
         self.policy_version = 0
-        args = _engine_args(cfg, model_path, dtype, seed)
+        devices.require(device, actor_id)
+        args = engine_args(cfg, model_path, dtype, seed, device)
+        # vLLM applies VLLM_LOGGING_LEVEL once its logging is set up; records logged while it
+        # imports would reach Python's last-resort handler first.
+        logging.getLogger("vllm").setLevel(os.environ.get("VLLM_LOGGING_LEVEL", "INFO"))
         from vllm import LLM  # imported here: it reads the environment set just above
 
         start = time.perf_counter()
         self.llm = LLM(**args)
         self.startup_s = time.perf_counter() - start
-        self.tokens_generated = 0
-        self.generate_seconds = 0.0
         from ray.util.metrics import Gauge
 
         # Per-engine throughput in the Ray dashboard (the driver exports the step-level metrics).
@@ -118,8 +122,6 @@ class RolloutWorker:
             completions = [self._completion(c) for c in sorted(out.outputs, key=lambda c: c.index)]
             results.append(GenerationResult(req.request_id, completions, self.policy_version, self.actor_id))
         tokens = sum(len(c.token_ids) for r in results for c in r.completions)
-        self.tokens_generated += tokens
-        self.generate_seconds += seconds
         self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
         return results
 
@@ -147,33 +149,26 @@ class RolloutWorker:
                                 SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0), use_tqdm=False)[0]
         return [float(step[tok].logprob) for step, tok in zip(out.prompt_logprobs[1:], token_ids[1:], strict=True)]
 
-    # -- weight sync (protocol in actors/weight_sync.py) --------------------------------------
+    # -- weights (learner/transport/) -----------------------------------------------------------
 
-    def join_weight_sync(self, spec: weight_sync.SyncGroupSpec, first_rank: int, plan: list[weight_sync.Bucket]) -> None:
-        self.llm.collective_rpc("sync_join", args=(spec, first_rank, plan))
+    def join_weights(self, transport: type[WeightTransport], spec: Any, first_rank: int) -> None:
+        """Every TP worker of the engine joins the transport's group as first_rank + its TP rank."""
+        self.llm.collective_rpc("weights_join", args=(transport, spec, first_rank))
 
-    def receive_weights(self, version: int) -> dict[str, Any]:
+    def receive_weights(self, transport: type[WeightTransport], plan: list[Bucket], shipment: Shipment) -> dict[str, Any]:
+        """Load one full set of weights from `transport` (a non-rendezvous transport's shipment
+        arrives resolved by Ray: this call starts once the sender has sent)."""
         start = time.perf_counter()
-        counts = self.llm.collective_rpc("sync_receive")
-        return self._weights_landed(version, counts, time.perf_counter() - start)
-
-    def load_weights(self, plan: list[weight_sync.Bucket], arrays: list[np.ndarray], version: int) -> dict[str, Any]:
-        start = time.perf_counter()
-        counts = self.llm.collective_rpc("sync_load_arrays", args=(plan, arrays))
-        return self._weights_landed(version, counts, time.perf_counter() - start)
-
-    def _weights_landed(self, version: int, counts: list[int], seconds: float) -> dict[str, Any]:
+        counts = self.llm.collective_rpc("weights_receive", args=(transport, plan, shipment.payload))
         # Cached KV blocks were computed with the old weights: a prefix hit would mix policies.
         self.llm.reset_prefix_cache()
-        self.policy_version = version
-        return {"actor_id": self.actor_id, "tensors": counts[0], "seconds": seconds, "policy_version": version}
+        self.policy_version = shipment.version
+        return {"actor_id": self.actor_id, "tensors": counts[0], "seconds": time.perf_counter() - start,
+                "policy_version": shipment.version}
 
     def weight_digests(self) -> list[str]:
-        return self.llm.collective_rpc("sync_digests")[0]
-
-    def stats(self) -> dict[str, float]:
-        return {"tokens_generated": self.tokens_generated, "generate_seconds": self.generate_seconds,
-                "policy_version": self.policy_version}
+        """Content hash of each bucket of the last load (identical whatever the transport)."""
+        return self.llm.collective_rpc("weights_digests")[0]
 
     def shutdown(self) -> None:
         # Without an explicit shutdown vLLM-CPU leaks ~400 MB of /dev/shm per engine.

@@ -34,7 +34,7 @@ PRESETS = {
 
 def run(preset: str, mode: str, out: Path) -> list[dict]:
     cmd = [sys.executable, str(REPO / "train.py"), *PRESETS[preset], f"trainer.mode={mode}", f"run_dir={out}",
-           "trainer.print_config=false", "trainer.checkpoint_every=1000"]
+           "trainer.checkpoint_every=1000"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{mode} run failed:\n{proc.stderr[-3000:]}")

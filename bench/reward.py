@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from reward import OracleAnswerError, oracle_answer, score_output, score_patches  # noqa: E402
-from reward.patches import PatchError, apply_patch, file_changes  # noqa: E402
+from data.patching import PatchError, apply_patch  # noqa: E402
+from reward.patches import file_changes  # noqa: E402
 from reward.reference import reference_score_output, reference_score_patches  # noqa: E402
 from reward.similarity import SECONDS_PER_UNIT, diff_ratio, work_units  # noqa: E402
 

@@ -4,8 +4,8 @@
 
 In one process (one Ray cluster), for 1 and then 2 rollout actors (vLLM engines):
   - ours: learner rank 0 (a DeepSpeed rank) packs its parameters into buckets and broadcasts
-    them over the sync group; each engine receives and loads them in place (reload_weights,
-    re-tie) and resets its prefix cache: the whole `Trainer.sync_weights` path;
+    them over the sync group; each engine receives and loads them in place (layerwise reload,
+    re-tie) and resets its prefix cache: the whole `WeightSync.push` path (collective transport);
   - ours, transfer only: the same buckets broadcast and received, not loaded;
   - bare: one flat tensor of the same bytes broadcast over a gloo group between plain actors.
 Prints seconds, MB/s and the ratios ours/bare (goal: within 10%).
@@ -24,12 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ray  # noqa: E402
 import torch  # noqa: E402
 
-from actors import weight_sync  # noqa: E402
 from actors.cluster import init_ray  # noqa: E402
 from actors.fleet import RolloutFleet  # noqa: E402
-from conf.config import LearnerConfig, ModelConfig, RolloutConfig  # noqa: E402
+from actors.weight_sync import WeightSync  # noqa: E402
+from conf.config import LearnerConfig, ModelConfig, RolloutConfig, TrainConfig  # noqa: E402
 from learner import models  # noqa: E402
 from learner.group import LearnerGroup  # noqa: E402
+from learner.transport import buckets, collective  # noqa: E402
 
 
 class BareRank:
@@ -39,11 +40,11 @@ class BareRank:
         self.listen = None
 
     def reserve(self) -> tuple[str, int]:
-        self.listen = weight_sync.listen_socket("127.0.0.1")
+        self.listen = collective.listen_socket("127.0.0.1")
         return self.listen.getsockname()
 
-    def join(self, spec: weight_sync.SyncGroupSpec, rank: int) -> None:
-        self.group = weight_sync.join_group(spec, rank, self.listen if rank == 0 else None)
+    def join(self, spec: collective.SyncGroupSpec, rank: int) -> None:
+        self.group = collective.join_group(spec, rank, self.listen if rank == 0 else None)
 
     def broadcast(self, numel: int, rank: int) -> float:
         flat = torch.ones(numel) if rank == 0 else torch.empty(numel)
@@ -51,9 +52,9 @@ class BareRank:
         self.group.broadcast(flat, 0).wait()
         return time.perf_counter() - start
 
-    def receive_buckets(self, plan: list[weight_sync.Bucket]) -> float:
+    def receive_buckets(self, plan: list[buckets.Bucket]) -> float:
         start = time.perf_counter()
-        for _ in weight_sync.receive(self.group, plan, torch.device("cpu")):
+        for _ in collective.receive(self.group, plan, torch.device("cpu")):
             pass
         return time.perf_counter() - start
 
@@ -61,7 +62,7 @@ class BareRank:
 def bare_broadcast(numel: int, receivers: int, repeats: int) -> float:
     ranks = [ray.remote(num_cpus=0)(BareRank).remote() for _ in range(receivers + 1)]
     host, port = ray.get(ranks[0].reserve.remote())
-    spec = weight_sync.SyncGroupSpec(host, port, receivers + 1, "gloo", 300)
+    spec = collective.SyncGroupSpec(host, port, receivers + 1, "gloo", 300)
     ray.get([r.join.remote(spec, i) for i, r in enumerate(ranks)])
     times = [max(ray.get([r.broadcast.remote(numel, i) for i, r in enumerate(ranks)])) for _ in range(repeats)]
     for r in ranks:
@@ -69,28 +70,27 @@ def bare_broadcast(numel: int, receivers: int, repeats: int) -> float:
     return statistics.median(times)
 
 
-def ours(learner: LearnerGroup, fleet: RolloutFleet, plan: list[weight_sync.Bucket], repeats: int) -> float:
-    host, port = ray.get(learner.workers[0].reserve_port.remote("sync"))
-    spec = weight_sync.SyncGroupSpec(host, port, 1 + len(fleet.live), "gloo", 300)
-    ray.get(learner.sync_join(spec, plan) + fleet.join_group(spec, plan))
+def ours(weights: WeightSync, fleet: RolloutFleet, repeats: int) -> float:
+    fleet.group = None  # a new group over the current actors, as after a membership change
+    weights.push(fleet, 0)
     times = []
-    for version in range(1, repeats + 1):
+    for _ in range(repeats):
         start = time.perf_counter()
-        ray.get(learner.sync_send() + fleet.receive_weights(version))
+        weights.push(fleet, 0)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def transfer_only(learner: LearnerGroup, plan: list[weight_sync.Bucket], receivers: int, repeats: int) -> float:
+def transfer_only(learner: LearnerGroup, plan: list[buckets.Bucket], receivers: int, repeats: int) -> float:
     """The learner's packing and bucketed broadcast, received by plain processes (no engine load)."""
     ranks = [ray.remote(num_cpus=0)(BareRank).remote() for _ in range(receivers)]
-    host, port = ray.get(learner.workers[0].reserve_port.remote("sync"))
-    spec = weight_sync.SyncGroupSpec(host, port, receivers + 1, "gloo", 300)
-    ray.get(learner.sync_join(spec, plan) + [r.join.remote(spec, i + 1) for i, r in enumerate(ranks)])
+    spec = learner.prepare_weights(collective.CollectiveTransport, receivers + 1)
+    ray.get([learner.join_weights(collective.CollectiveTransport, spec)]
+            + [r.join.remote(spec, i + 1) for i, r in enumerate(ranks)])
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        ray.get(learner.sync_send() + [r.receive_buckets.remote(plan) for r in ranks])
+        ray.get(learner.send_weights(collective.CollectiveTransport) + [r.receive_buckets.remote(plan) for r in ranks])
         times.append(time.perf_counter() - start)
     for r in ranks:
         ray.kill(r)
@@ -106,18 +106,21 @@ def main() -> None:
     init_ray("", num_cpus=4, include_dashboard=False)
     path = models.resolve(ModelConfig(name=args.model))
     learner = LearnerGroup(LearnerConfig(num_ranks=1, num_cpus_per_rank=0.5), model_path=path, dtype="float32",
-                           temperature=1.0, micro_batches=1, seed=0, timeout_s=600)
-    plan = learner.weight_plan(args.bucket_mb << 20, "float32")
+                           temperature=1.0, micro_batches=1, seed=0, timeout_s=600, device="cpu")
+    cfg = TrainConfig()
+    cfg.trainer.sync_bucket_mb, cfg.trainer.phase_timeout_s = args.bucket_mb, 600
+    weights = WeightSync(learner, cfg)
+    plan = weights.plan
     numel = sum(b.numel for b in plan)
     mb = numel * 4 / 2**20
     fleet = RolloutFleet(RolloutConfig(num_actors=1, num_cpus=0.5, max_new_tokens=8, kv_cache_gib=1), model_path=path,
-                         dtype="float32", seed=0, timeout_s=600, weights=lambda: (plan, learner.packed_arrays(plan), 0))
+                         dtype="float32", seed=0, timeout_s=600, device="cpu", catch_up=weights.catch_up)
     fleet.wait_ready()
     print(f"model {args.model}: {numel / 1e6:.1f}M parameters, {mb:.0f} MB float32, {len(plan)} buckets of <= {args.bucket_mb} MiB")
     for actors in (1, 2):
         if actors == 2:
             fleet.add_actor()
-        t_ours = ours(learner, fleet, plan, args.repeats)
+        t_ours = ours(weights, fleet, args.repeats)
         t_transfer = transfer_only(learner, plan, actors, args.repeats)
         t_bare = bare_broadcast(numel, actors, args.repeats)
         print(f"{actors} actor(s): ours {t_ours:.2f} s ({mb / t_ours:.0f} MB/s) | transfer only {t_transfer:.2f} s "

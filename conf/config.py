@@ -86,6 +86,9 @@ class RolloutConfig:
 
 @dataclass
 class RewardConfig:
+    # How an output is scored: a name registered in reward/kinds.py. "similarity" = the paper's
+    # reward (-1 malformed, else the diff similarity to the oracle patch).
+    kind: str = "similarity"
     # Reward actors (processes) scoring rollouts in parallel.
     num_workers: int = 2
     # Ray CPUs reserved per reward actor.
@@ -128,9 +131,13 @@ class LearnerConfig:
     kl_coef: float = 0.0
     # "seq_mean_token_mean" (GRPO paper) or "token_mean" (DAPO); see learner/grpo.py.
     aggregation: str = "seq_mean_token_mean"
-    # "group": divide advantages by the group std (GRPO); "none": centre only (Dr. GRPO).
-    scale_rewards: str = "group"
-    # Added to the group std before dividing.
+    # Advantage estimator, a name registered in learner/advantages.py: "grpo" (the paper's:
+    # group-normalised), "dr_grpo" (centred, no std division), "rloo" (leave-one-out baseline).
+    advantage: str = "grpo"
+    # Policy loss, a name registered in learner/losses.py: "ppo_token" (GRPO's clipped ratio
+    # per token, with the KL term and the aggregation above).
+    loss: str = "ppo_token"
+    # Added to the group std before dividing (advantage "grpo").
     adv_eps: float = 1.0e-6
     # Supervised warm-start steps on the oracle answers before RL (0 = none).
     sft_steps: int = 0
@@ -160,6 +167,9 @@ class TrainerConfig:
     max_staleness: int = 1
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
+    # How weights reach the engines, a name registered in learner/transport/: "collective" (a
+    # gloo/NCCL broadcast group with the engines), "object_store" (through Ray's object store).
+    weight_transport: str = "collective"
     # Weight-sync bucket size in MiB: one broadcast per bucket (larger = fewer calls, more memory).
     sync_bucket_mb: int = 64
     # Write every rollout (text, tokens, reward, error, policy_version) to
@@ -169,8 +179,10 @@ class TrainerConfig:
     # before it and agree after it (metrics sync_probe_diff_before/after, params_changed).
     # Two extra forward passes per step: a debugging aid, on in the smoke preset.
     verify_sync: bool = False
-    # Print the composed config at start-up.
-    print_config: bool = True
+    # Show the composed config and third-party INFO logs (vLLM, DeepSpeed, Ray) on the console;
+    # off, a run prints its set-up lines and one line per step (the config is always saved in
+    # <run_dir>/.hydra/config.yaml).
+    verbose: bool = False
     # Seconds any one phase (generate, reward, train, sync) may take before the run stops
     # with an error naming the phase and the actor.
     phase_timeout_s: float = 1800.0
@@ -214,9 +226,19 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "model.dtype": ("float32", "bfloat16"),
     "learner.zero_stage": (1, 2, 3),
     "learner.aggregation": ("seq_mean_token_mean", "token_mean"),
-    "learner.scale_rewards": ("group", "none"),
     "trainer.mode": ("sync", "async"),
 }
+
+
+def _registered() -> dict[str, tuple[str, ...]]:
+    """Keys whose accepted values are the names registered by plug-ins (conf/registry.py).
+    Imported here, not at the top: the registries' modules import this schema."""
+    from learner.advantages import ADVANTAGES
+    from learner.losses import LOSSES
+    from learner.transport import TRANSPORTS
+    from reward.kinds import REWARDS
+
+    return {r.key: r.names() for r in (REWARDS, ADVANTAGES, LOSSES, TRANSPORTS)}
 
 
 def _get(cfg: TrainConfig, dotted: str) -> Any:
@@ -228,7 +250,7 @@ def _get(cfg: TrainConfig, dotted: str) -> Any:
 
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
-    for key, allowed in _CHOICES.items():
+    for key, allowed in (_CHOICES | _registered()).items():
         if _get(cfg, key) not in allowed:
             raise ConfigError(f"{key}={_get(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
     positive = ["group_size", "trainer.steps", "trainer.prompts_per_step", "rollout.num_actors",
@@ -255,6 +277,10 @@ def validate(cfg: TrainConfig) -> None:
                           "step ahead, so it must be >= 1")
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
+    if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
+        # conf/device.py: one device per run; weight sync needs both ends on it.
+        raise ConfigError(f"rollout.num_gpus={cfg.rollout.num_gpus} and learner.num_gpus_per_rank="
+                          f"{cfg.learner.num_gpus_per_rank}: both > 0 (a GPU run) or both 0 (a CPU run)")
 
 
 def register() -> None:

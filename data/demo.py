@@ -33,18 +33,17 @@ consistent. data/demo/conftest.py keeps pytest from collecting the sources' test
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import re
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from data.patching import make_patch
 from data.schema import dict_to_files, to_table
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
@@ -80,33 +79,6 @@ def read_tree(root: Path) -> dict[str, str]:
             raise DemoSourceError(f"{path}: file must end with a newline")
         files[path.relative_to(root).as_posix()] = text
     return files
-
-
-def file_diff(path: str, old: str | None, new: str | None) -> str:
-    """Git-style unified diff of one file; `old=None` = created, `new=None` = deleted."""
-    if old is None and new is None:
-        raise ValueError(f"{path}: neither an old nor a new version")
-    header = [f"diff --git a/{path} b/{path}\n"]
-    if old is None:
-        header.append("new file mode 100644\n")
-    elif new is None:
-        header.append("deleted file mode 100644\n")
-    hunks = difflib.unified_diff(
-        (old or "").splitlines(keepends=True),
-        (new or "").splitlines(keepends=True),
-        fromfile="/dev/null" if old is None else f"a/{path}",
-        tofile="/dev/null" if new is None else f"b/{path}",
-        n=3,
-    )
-    return "".join(header) + "".join(hunks)
-
-
-def make_patch(old_files: Mapping[str, str], new_files: Mapping[str, str]) -> str:
-    """Diff of every path in either mapping (sorted); a path in only one is created/deleted."""
-    return "".join(
-        file_diff(path, old_files.get(path), new_files.get(path))
-        for path in sorted(old_files.keys() | new_files.keys())
-    )
 
 
 def parse_instance_id(instance_id: str) -> tuple[str, int]:

@@ -23,14 +23,17 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from data.prompt import build_messages, encode_prompt
-from data.schema import validate_instance
+from data.schema import Instance
 
 
 @dataclass(frozen=True)
 class PromptItem:
-    instance_id: str
-    prompt_ids: list[int]
-    instance: dict[str, Any]  # the full row (code context and oracle content for the reward)
+    instance: Instance
+    prompt_ids: list[int]  # the chat-templated prompt, as the engine and the learner see it
+
+    @property
+    def instance_id(self) -> str:
+        return self.instance.instance_id
 
 
 @dataclass
@@ -133,16 +136,16 @@ class InstanceLoader:
             self.stats.epochs_started += 1
         row = self._row_at(self.epoch, self.position)
         self.position += 1
-        validate_instance(row, where=f"{self.path}: row {self.position - 1} of epoch {self.epoch}")
-        if is_heldout(row["instance_id"], self.heldout_fraction) != (self.split == "heldout"):
+        instance = Instance.from_row(row, where=f"{self.path}: row {self.position - 1} of epoch {self.epoch}")
+        if is_heldout(instance.instance_id, self.heldout_fraction) != (self.split == "heldout"):
             self.stats.skipped_heldout += 1
             return None
-        ids = encode_prompt(self.tokenizer, build_messages(row))
+        ids = encode_prompt(self.tokenizer, build_messages(instance))
         if len(ids) > self.max_prompt_tokens:
             self.stats.dropped_too_long += 1
             return None
         self.stats.yielded += 1
-        return PromptItem(row["instance_id"], ids, row)
+        return PromptItem(instance, ids)
 
     def _row_at(self, epoch: int, position: int) -> dict[str, Any]:
         shard_order = _rng(self.seed, epoch).permutation(len(self._files))

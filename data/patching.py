@@ -1,4 +1,8 @@
-"""A strict unified-diff parser and applier, used to check every instance before it is written.
+"""The project's one unified-diff library: parse, apply and write git-style diffs.
+
+Used by the miners (every instance is checked before it is written), the demo set's builder,
+the evaluation's predictions file and the benchmarks. (The reward's rule 6 reads diffs with
+`unidiff`, as the paper's released rule does: that is scoring, not applying; reward/patches.py.)
 
 An instance stores the files before (`code_context`) and after (`oracle_new_content`) its
 oracle patch; the two must agree with the patch exactly, or the reward would compare the
@@ -11,7 +15,9 @@ It understands git's extended headers (new/deleted file, rename, copy, mode chan
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -178,7 +184,7 @@ def apply_file(content: str, fp: FilePatch) -> str:
     return "".join(out)
 
 
-def apply_patch(files: dict[str, str], patch: str) -> dict[str, str]:
+def apply_patch(files: Mapping[str, str], patch: str) -> dict[str, str]:
     """{path: content before} + patch -> {path: content after} for every path the patch touches.
 
     A deleted file (and the old path of a rename) maps to ""; a created file starts from "".
@@ -203,3 +209,26 @@ def apply_patch(files: dict[str, str], patch: str) -> dict[str, str]:
             result[fp.old_path] = ""
         result[fp.new_path] = after
     return result
+
+
+def unified_diff(path: str, old: str | None, new: str | None) -> str:
+    """Git-style unified diff of one file (3 lines of context); `old=None` = created, `new=None`
+    = deleted. Where a side does not end with a newline git's "\\ No newline at end of file"
+    marker follows, so that `git apply` and `apply_patch` rebuild the content byte for byte."""
+    if old is None and new is None:
+        raise ValueError(f"{path}: neither an old nor a new version")
+    header = [f"diff --git a/{path} b/{path}\n"]
+    if old is None:
+        header.append("new file mode 100644\n")
+    elif new is None:
+        header.append("deleted file mode 100644\n")
+    lines = difflib.unified_diff(split_lines(old or ""), split_lines(new or ""),
+                                 "/dev/null" if old is None else f"a/{path}", "/dev/null" if new is None else f"b/{path}",
+                                 n=3)
+    return "".join(header) + "".join(ln if ln.endswith("\n") else ln + "\n" + _NO_NEWLINE + "\n" for ln in lines)
+
+
+def make_patch(old_files: Mapping[str, str], new_files: Mapping[str, str]) -> str:
+    """Diff of every path in either mapping (sorted); a path in only one is created/deleted."""
+    return "".join(unified_diff(path, old_files.get(path), new_files.get(path))
+                   for path in sorted(old_files.keys() | new_files.keys()))

@@ -9,8 +9,14 @@ where a file ends (the paper leaves the fencing open; this is our choice).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Mapping
 from typing import Any
+
+from data.schema import Instance
+from reward import OracleAnswerError, oracle_answer
+
+log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
     "You are a software engineer who fixes bugs in open-source repositories. "
@@ -49,9 +55,9 @@ def _fence(content: str) -> str:
     return f"{ticks}\n{body}{ticks}"
 
 
-def user_message(problem_statement: str, code_context: Sequence[Mapping[str, str]]) -> str:
+def user_message(problem_statement: str, code_context: Mapping[str, str]) -> str:
     """The user turn: issue, then each file as `### path` + its fenced content, then the format."""
-    files = "\n\n".join(f"### {f['path']}\n{_fence(f['content'])}" for f in code_context)
+    files = "\n\n".join(f"### {path}\n{_fence(content)}" for path, content in code_context.items())
     return (
         "We are fixing the following issue in a repository.\n\n"
         f"--- BEGIN ISSUE ---\n{problem_statement.strip()}\n--- END ISSUE ---\n\n"
@@ -61,11 +67,11 @@ def user_message(problem_statement: str, code_context: Sequence[Mapping[str, str
     )
 
 
-def build_messages(instance: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Chat messages for one instance of the schema in data/schema.py."""
+def build_messages(instance: Instance) -> list[dict[str, str]]:
+    """Chat messages for one instance."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": user_message(instance["problem_statement"], instance["code_context"])},
+        {"role": "user", "content": user_message(instance.problem_statement, instance.code_context)},
     ]
 
 
@@ -75,3 +81,15 @@ def encode_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
     if isinstance(ids, Mapping):  # transformers 5 may return a BatchEncoding
         ids = ids["input_ids"]
     return [int(i) for i in ids]
+
+
+def oracle_completion(tokenizer: Any, instance: Instance) -> tuple[str, list[int]] | None:
+    """The oracle answer in the answer format (reward.oracle_answer) and its token ids with the
+    end-of-turn token, as the model would have to write it; None (logged) when the format cannot
+    express the oracle change. The target of the SFT warm start and of guided GRPO."""
+    try:
+        text = oracle_answer(instance.code_context, instance.oracle_new_content)
+    except OracleAnswerError as exc:
+        log.info("[oracle] %s: no oracle answer (%s)", instance.instance_id, exc)
+        return None
+    return text, tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id]

@@ -13,6 +13,7 @@ Bump SCHEMA_VERSION whenever a field is added, removed or changes meaning.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -105,6 +106,49 @@ def validate_instance(row: Mapping[str, Any], where: str = "instance") -> None:
             for i, f in enumerate(value):
                 if not (isinstance(f, Mapping) and isinstance(f.get("path"), str) and isinstance(f.get("content"), str)):
                     raise SchemaError(f"{where}: field {field.name!r}[{i}] must be {{path: str, content: str}}")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instance as every consumer outside `data/` sees it: typed, files as `{path: content}`.
+
+    Built once from a stored row (`from_row`, which validates it) by the loader and the
+    evaluation; the reward, the prompt, the oracle answer and the driver read its attributes,
+    never a row's columns. Field meanings: INSTANCE_SCHEMA above.
+    """
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    patch: str
+    test_patch: str | None
+    code_context: dict[str, str]  # path -> content at base_commit, in the stored (prompt) order
+    oracle_new_content: dict[str, str]  # path -> content after the oracle patch ("" = deleted)
+    problem_source: str | None = None
+    linked_issues: tuple[int, ...] | None = None
+    pr_number: int | None = None
+    created_at: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], where: str = "instance") -> Instance:
+        """A stored row (dict of the schema's fields) -> Instance; SchemaError names a bad field."""
+        validate_instance(row, where)
+        issues = row.get("linked_issues")
+        return cls(
+            instance_id=row["instance_id"], repo=row["repo"], base_commit=row["base_commit"],
+            problem_statement=row["problem_statement"], patch=row["patch"], test_patch=row.get("test_patch"),
+            code_context=files_to_dict(row["code_context"]), oracle_new_content=files_to_dict(row["oracle_new_content"]),
+            problem_source=row.get("problem_source"), linked_issues=None if issues is None else tuple(issues),
+            pr_number=row.get("pr_number"), created_at=row.get("created_at"))
+
+    def to_row(self) -> dict[str, Any]:
+        """The stored form (the inverse of from_row)."""
+        row: dict[str, Any] = {name: getattr(self, name) for name in FIELD_NAMES}
+        row["code_context"] = dict_to_files(self.code_context)
+        row["oracle_new_content"] = dict_to_files(self.oracle_new_content)
+        row["linked_issues"] = None if self.linked_issues is None else list(self.linked_issues)
+        return row
 
 
 def to_table(rows: list[Mapping[str, Any]]) -> pa.Table:

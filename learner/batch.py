@@ -37,10 +37,6 @@ class MicroBatch:
     logprobs_old: np.ndarray  # [b, T] float32; NaN where the learner's own logprobs stand in
     advantages: np.ndarray  # [b] float32
 
-    @property
-    def num_sequences(self) -> int:
-        return int(self.input_ids.shape[0])
-
 
 @dataclass
 class RankBatch:

@@ -26,10 +26,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from data.loader import InstanceLoader
+    from learner.group import LearnerGroup
 
 _PREFIX, _TMP = "step_", ".tmp-"
 
@@ -56,7 +60,7 @@ class Checkpoint:
 def rng_states() -> dict[str, Any]:
     """Every RNG this process draws from (the driver's, or one learner rank's)."""
     states = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
+    if torch.cuda.is_available():  # capture whatever this process has, on either device
         states["cuda"] = torch.cuda.get_rng_state_all()
     return states
 
@@ -124,4 +128,46 @@ class CheckpointStore:
         os.replace(tmp, final)
         for old in self.complete()[: -self.keep]:
             shutil.rmtree(old, ignore_errors=True)
+        return final
+
+
+class Checkpointer:
+    """The run's checkpoints as the driver uses them: what goes in, and what a resume restores.
+
+    A checkpoint holds the learner's state (every rank its DeepSpeed shards) and a Hugging Face
+    export, the loader's cursor *before* the prompts of steps not yet trained (async mode
+    fetches ahead), the driver's RNG states, the step, its policy_version, its metrics line and
+    the config. The latest export is also at <run_dir>/hf.
+    """
+
+    def __init__(self, run_dir: Path, config: Mapping[str, Any]) -> None:
+        self.run_dir, self.config = run_dir, dict(config)
+        self.store = CheckpointStore(run_dir)
+        self.latest = self.store.latest()
+        if self.latest is not None:  # refuse an incompatible config before anything starts
+            check_compatible(self.latest.state["config"], self.config)
+
+    def restore(self, learner: LearnerGroup, loader: InstanceLoader) -> Checkpoint | None:
+        """Load the latest checkpoint into the learner, the loader and this process's RNGs."""
+        ckpt = self.latest
+        if ckpt is not None:
+            learner.load_state(str(ckpt.path / "learner"))
+            loader.load_state_dict(ckpt.state["loader"])
+            set_rng_states(ckpt.state["rng"])
+        return ckpt
+
+    def save(self, learner: LearnerGroup, *, step: int, policy_version: int, loader_state: dict[str, Any],
+             metrics: dict[str, Any]) -> Path:
+        state = {"step": step, "policy_version": policy_version, "loader": loader_state, "rng": rng_states(),
+                 "metrics": metrics, "config": self.config}
+
+        def write_learner(tmp: Path) -> None:
+            learner.save_state(str(tmp / "learner"))
+            learner.save_hf(str(tmp / "hf"))
+
+        final = self.store.save(step, state, write_learner)
+        link = self.run_dir / "hf"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(final.relative_to(self.run_dir) / "hf")
         return final

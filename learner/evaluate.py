@@ -31,8 +31,8 @@ must all be 1.0 and every patch must apply (checked here with data.patching.appl
 
 from __future__ import annotations
 
-import difflib
 import json
+import logging
 import math
 import sys
 import time
@@ -45,14 +45,18 @@ import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from conf import device as devices
+from conf import logs
 from conf.config import DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
 from data.loader import PromptItem, is_heldout, resolve_path, shard_files
-from data.patching import PatchError, apply_patch, parse_patch, split_lines
+from data.patching import PatchError, apply_patch, parse_patch, unified_diff
 from data.prompt import build_messages, encode_prompt
-from data.schema import files_to_dict, validate_instance
+from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
 from reward.apply import apply_edits
-from reward.parse import Rejected, parse_output
+from reward.parse import parse_output
+
+log = logging.getLogger(__name__)
 
 # Prompts per generate call: progress is printed between calls; vLLM batches within each.
 PROMPTS_PER_CALL = 64
@@ -152,15 +156,15 @@ def select_items(cfg: EvalConfig, tokenizer: Any) -> Selection:
     sel = Selection([], split)
     for shard in shard_files(resolve_path(cfg.data)):
         for i, row in enumerate(pq.read_table(shard).to_pylist()):
-            validate_instance(row, where=f"{shard}: row {i}")
-            if split != "all" and is_heldout(row["instance_id"], cfg.heldout_fraction) != (split == "heldout"):
+            instance = Instance.from_row(row, where=f"{shard}: row {i}")
+            if split != "all" and is_heldout(instance.instance_id, cfg.heldout_fraction) != (split == "heldout"):
                 sel.skipped_other_split += 1
                 continue
-            ids = encode_prompt(tokenizer, build_messages(row))
+            ids = encode_prompt(tokenizer, build_messages(instance))
             if len(ids) > cfg.max_prompt_tokens:
                 sel.dropped_too_long += 1
                 continue
-            sel.items.append(PromptItem(row["instance_id"], ids, row))
+            sel.items.append(PromptItem(instance, ids))
             if cfg.limit and len(sel.items) >= cfg.limit:
                 return sel
     return sel
@@ -173,10 +177,9 @@ def oracle_texts(items: list[PromptItem]) -> list[str]:
     texts = []
     for it in items:
         try:
-            texts.append(oracle_answer(files_to_dict(it.instance["code_context"]),
-                                       files_to_dict(it.instance["oracle_new_content"])))
+            texts.append(oracle_answer(it.instance.code_context, it.instance.oracle_new_content))
         except OracleAnswerError as exc:
-            print(f"[eval] {it.instance_id}: no oracle answer ({exc})", file=sys.stderr, flush=True)
+            log.warning("[eval] %s: no oracle answer (%s)", it.instance_id, exc)
             texts.append("")
     return texts
 
@@ -188,7 +191,7 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
     engine_cfg = RolloutConfig(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                                max_model_len=cfg.max_model_len, tensor_parallel_size=cfg.tensor_parallel_size,
                                gpu_memory_utilization=cfg.gpu_memory_utilization, kv_cache_gib=cfg.kv_cache_gib)
-    worker = RolloutWorker(engine_cfg, cfg.checkpoint, cfg.dtype, cfg.seed, actor_id="eval")
+    worker = RolloutWorker(engine_cfg, cfg.checkpoint, cfg.dtype, cfg.seed, actor_id="eval", device=devices.present())
     try:
         greedy: list[str] = []
         sampled: list[list[str]] = []
@@ -200,7 +203,7 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
                  for it, s in zip(chunk, seeds)])]
             sampled += [[c.text for c in r.completions] for r in worker.generate(
                 [GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s) for it, s in zip(chunk, seeds)])]
-            print(f"[eval] generated {len(greedy)}/{len(items)} instances", file=sys.stderr, flush=True)
+            log.info("[eval] generated %d/%d instances", len(greedy), len(items))
         return greedy, sampled
     finally:
         worker.shutdown()
@@ -234,47 +237,33 @@ def score(context: dict[str, str], oracle: dict[str, str], oracle_diff: dict[str
     return Outcome(result.reward, result.error, True, new == changed_files(context, oracle), new)
 
 
-def file_patch(path: str, old: str | None, new: str | None) -> str:
-    """Git-style unified diff of one file (old None = created, new None = deleted), with git's
-    "\\ No newline at end of file" marker where a side does not end with a newline, so that
-    `git apply` (and data.patching.apply_patch) rebuild the content byte for byte."""
-    header = [f"diff --git a/{path} b/{path}\n"]
-    if old is None:
-        header.append("new file mode 100644\n")
-    elif new is None:
-        header.append("deleted file mode 100644\n")
-    lines = difflib.unified_diff(split_lines(old or ""), split_lines(new or ""),
-                                 "/dev/null" if old is None else f"a/{path}", "/dev/null" if new is None else f"b/{path}", n=3)
-    return "".join(header) + "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
-
-
-def created_by_oracle(instance: dict[str, Any]) -> set[str]:
+def created_by_oracle(instance: Instance) -> set[str]:
     """Paths the oracle patch creates: their code_context entry is "" but they do not exist yet."""
     try:
-        return {fp.new_path for fp in parse_patch(instance["patch"]) if fp.old_path is None and fp.new_path}
+        return {fp.new_path for fp in parse_patch(instance.patch) if fp.old_path is None and fp.new_path}
     except PatchError:
         return set()
 
 
-def model_patch(instance: dict[str, Any], new_content: dict[str, str] | None) -> str:
+def model_patch(instance: Instance, new_content: dict[str, str] | None) -> str:
     """The answer's edits as one diff against the code context ("" when they do not apply).
     In the schema a deleted file has content "": such a file becomes a deletion."""
     if not new_content:
         return ""
-    context, created = files_to_dict(instance["code_context"]), created_by_oracle(instance)
+    context, created = instance.code_context, created_by_oracle(instance)
     parts = []
     for path, new in new_content.items():
         old = None if path not in context or path in created else context[path]
-        parts.append(file_patch(path, old, None if new == "" and old else new))
+        parts.append(unified_diff(path, old, None if new == "" and old else new))
     return "".join(parts)
 
 
-def patch_roundtrips(instance: dict[str, Any], patch: str, new_content: dict[str, str] | None) -> bool:
+def patch_roundtrips(instance: Instance, patch: str, new_content: dict[str, str] | None) -> bool:
     """Whether the patch, applied to the code context, gives exactly the answer's files."""
     if not patch:
         return not new_content
     try:
-        rebuilt = apply_patch(files_to_dict(instance["code_context"]), patch)
+        rebuilt = apply_patch(instance.code_context, patch)
     except PatchError:
         return False
     return rebuilt == new_content
@@ -313,8 +302,8 @@ def evaluate(cfg: EvalConfig) -> Report:
 
     start = time.perf_counter()
     sel = select_items(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
-    print(f"[eval] {len(sel.items)} instances (split {sel.split}; {sel.dropped_too_long} prompts over "
-          f"{cfg.max_prompt_tokens} tokens dropped)", file=sys.stderr, flush=True)
+    log.info("[eval] %d instances (split %s; %d prompts over %d tokens dropped)", len(sel.items), sel.split,
+             sel.dropped_too_long, cfg.max_prompt_tokens)
     if cfg.oracle:
         greedy = oracle_texts(sel.items)
         sampled = [[text] * cfg.samples for text in greedy]
@@ -324,7 +313,7 @@ def evaluate(cfg: EvalConfig) -> Report:
     report = Report({})
     greedy_outcomes, sampled_outcomes, roundtrip_failures = [], [], 0
     for item, text, texts in zip(sel.items, greedy, sampled, strict=True):
-        context, oracle = files_to_dict(item.instance["code_context"]), files_to_dict(item.instance["oracle_new_content"])
+        context, oracle = item.instance.code_context, item.instance.oracle_new_content
         diffs = oracle_diffs(context, oracle)
         g = score(context, oracle, diffs, text, cfg.max_pair_seconds)
         s = [score(context, oracle, diffs, t, cfg.max_pair_seconds) for t in texts]
@@ -365,6 +354,7 @@ def main(argv: list[str]) -> int:
     if {"-h", "--help"} & set(argv):
         print(__doc__)
         return 0
+    logs.setup()
     try:
         cfg = parse_args(argv)
     except EvalConfigError as exc:
@@ -374,7 +364,7 @@ def main(argv: list[str]) -> int:
     out_dir = write(report, cfg.out)
     summary = {k: report.summary[k] for k in ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled")}
     print(json.dumps(summary, indent=2))
-    print(f"[eval] wrote {out_dir}/summary.json, predictions.jsonl, answers.jsonl", file=sys.stderr)
+    log.info("[eval] wrote %s/summary.json, predictions.jsonl, answers.jsonl", out_dir)
     return 0
 
 

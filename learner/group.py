@@ -6,11 +6,13 @@ group waits for the placement group with a timeout and names the missing resourc
 hanging when the cluster cannot hold it.
 
 Every call fans out to all ranks and awaits all of them (a collective needs every rank; an
-un-awaited ref would hide a rank's failure).
+un-awaited ref would hide a rank's failure). `train` takes the driver's waiting function, so
+that the rollout fleet keeps generating while the learner trains (async mode).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,10 +20,17 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from actors import weight_sync
+from conf import device as devices
 from conf.config import LearnerConfig
-from learner.batch import RankBatch
+from conf.logs import actor_env
+from learner.batch import RankBatch, TrainSample, shard
+from learner.losses import LOSSES
+from learner.transport import Shipment, WeightTransport
+from learner.transport.buckets import Bucket
 from learner.worker import LearnerWorker
+
+# Waits for refs and returns their values (the driver's: it keeps the rollout fleet working).
+Wait = Callable[[list[Any]], list[Any]]
 
 
 class PlacementError(RuntimeError):
@@ -47,8 +56,8 @@ def reserve(bundles: list[dict[str, float]], strategy: str, what: str, timeout_s
 
 class LearnerGroup:
     def __init__(self, cfg: LearnerConfig, *, model_path: str, dtype: str, temperature: float, micro_batches: int,
-                 seed: int, timeout_s: float) -> None:
-        self.cfg, self.timeout_s = cfg, timeout_s
+                 seed: int, timeout_s: float, device: devices.Device, pad_id: int = 0, verbose: bool = False) -> None:
+        self.cfg, self.timeout_s, self.pad_id = cfg, timeout_s, pad_id
         self.pg = reserve(bundles_for(cfg.num_ranks, cfg.num_cpus_per_rank, cfg.num_gpus_per_rank), "PACK",
                           "learner group (learner.num_ranks x learner.num_cpus_per_rank/num_gpus_per_rank)", timeout_s)
         remote_cls = ray.remote(LearnerWorker)
@@ -57,13 +66,13 @@ class LearnerGroup:
                 num_cpus=cfg.num_cpus_per_rank, num_gpus=cfg.num_gpus_per_rank, name=None,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=rank),
                 # Read by DeepSpeed at import: without it DeepSpeed probes for CUDA on CPU machines.
-                runtime_env={"env_vars": {"DS_ACCELERATOR": "cuda" if cfg.num_gpus_per_rank > 0 else "cpu"}},
+                runtime_env={"env_vars": {"DS_ACCELERATOR": devices.ds_accelerator(device)} | actor_env(verbose)},
             ).remote(cfg, model_path=model_path, dtype=dtype, temperature=temperature, rank=rank,
                      world_size=cfg.num_ranks, micro_batches=micro_batches, seed=seed,
-                     timeout_s=timeout_s)
+                     timeout_s=timeout_s, device=device, loss=LOSSES.get(cfg.loss), verbose=verbose)
             for rank in range(cfg.num_ranks)
         ]
-        host, port = self._get(self.workers[0].reserve_port.remote("deepspeed"))
+        host, port = self._get(self.workers[0].reserve_port.remote())
         self.info = self._all("setup", host, port)
 
     def _get(self, refs: Any) -> Any:
@@ -72,8 +81,22 @@ class LearnerGroup:
     def _all(self, method: str, *args: Any) -> list[Any]:
         return self._get([getattr(w, method).remote(*args) for w in self.workers])
 
+    def shard(self, samples: Sequence[TrainSample], drop_zero_advantage: bool) -> tuple[list[RankBatch], dict[str, float]]:
+        """The step's samples as every rank's micro-batches, and their padding statistics."""
+        return shard(samples, num_ranks=self.cfg.num_ranks, micro_batch_size=self.cfg.micro_batch_size,
+                     pad_id=self.pad_id, drop_zero_advantage=drop_zero_advantage)
+
+    def train(self, samples: Sequence[TrainSample], wait: Wait | None = None) -> dict[str, float]:
+        """One policy update over the step's samples (every rank, one optimizer step). Rows whose
+        advantage is 0 are not sent through the model when that is exact (no KL term). Returns
+        the loss statistics and the padding statistics."""
+        batches, pad_stats = self.shard(samples, drop_zero_advantage=self.cfg.kl_coef == 0)
+        refs = [w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)]
+        return combine_stats((wait or self._get)(refs)) | pad_stats
+
     def train_step(self, batches: list[RankBatch]) -> dict[str, float]:
-        """One GRPO update; returns the step's loss and token-weighted means of the loss stats."""
+        """One update on already sharded batches; returns the step's loss and token-weighted
+        means of the loss stats."""
         parts = self._get([w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)])
         return combine_stats(parts)
 
@@ -89,19 +112,25 @@ class LearnerGroup:
     def reset_optimizer(self) -> None:
         self._all("reset_optimizer")
 
-    def weight_plan(self, bucket_bytes: int, dtype: str) -> list[weight_sync.Bucket]:
-        return self._get(self.workers[0].weight_plan.remote(bucket_bytes, dtype))
+    def weight_plan(self, bucket_bytes: int, dtype: str) -> list[Bucket]:
+        """Fix the weight-sync bucket plan on every rank; returns it."""
+        return self._all("set_weight_plan", bucket_bytes, dtype)[0]
 
-    def sync_join(self, spec: weight_sync.SyncGroupSpec, plan: list[weight_sync.Bucket]) -> list[Any]:
-        """Refs of the join (the caller awaits them together with the receivers' joins)."""
-        return [w.sync_join.remote(spec, plan) for w in self.workers]
+    def prepare_weights(self, transport: type[WeightTransport], world_size: int) -> Any:
+        """Rank 0 opens the group of a rendezvous transport; returns the spec receivers join with."""
+        return self._get(self.workers[0].weights_prepare.remote(transport, world_size))
 
-    def sync_send(self) -> list[Any]:
-        """Refs of one broadcast (rank 0 sends; under ZeRO-3 the other ranks help gather)."""
-        return [w.sync_send.remote() for w in self.workers]
+    def join_weights(self, transport: type[WeightTransport], spec: Any) -> Any:
+        """Ref of rank 0 joining as the sender (awaited together with the receivers' joins)."""
+        return self.workers[0].weights_join.remote(transport, spec)
 
-    def packed_arrays(self, plan: list[weight_sync.Bucket]) -> list[np.ndarray]:
-        return self._all("packed_arrays", plan)[0]
+    def send_weights(self, transport: type[WeightTransport]) -> list[Any]:
+        """Refs of one send (every rank: ZeRO-3 gathers); the first resolves to rank 0's Shipment."""
+        return [w.weights_send.remote(transport) for w in self.workers]
+
+    def shipment(self, transport: type[WeightTransport]) -> Shipment:
+        """Send and wait: the shipment of a non-rendezvous transport (tests, catch-ups)."""
+        return self._get(self.send_weights(transport))[0]
 
     def param_digest(self) -> str:
         return self._all("param_digest")[0]

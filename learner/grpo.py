@@ -138,9 +138,3 @@ def _stats(
     if kl is not None:
         stats["kl_ref"] = (kl * mask).sum() / n
     return stats
-
-
-def token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Entropy of softmax(logits) over the last dim, [...]; cheap where logits already exist."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(dim=-1)

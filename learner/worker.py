@@ -20,9 +20,13 @@ call to the module skips; under ZeRO-3 it advances the micro-step counter withou
 micro-batch's gradient overwrote the previous one instead of adding to it (measured: only the
 last micro-batch survived).
 
-CPU vs GPU: gloo vs NCCL for DeepSpeed's group, chosen in `setup` from the device present.
-fp32 vs bf16 follows `model.dtype` (DeepSpeed's bf16 mode keeps fp32 master weights in the
-optimizer); the GPU preset sets bfloat16.
+CPU vs GPU: the driver decides (conf/device.py) and passes `device`: gloo vs NCCL for
+DeepSpeed's group, DeepSpeed's accelerator, overlap_comm. fp32 vs bf16 follows `model.dtype`
+(DeepSpeed's bf16 mode keeps fp32 master weights in the optimizer); the GPU preset sets bfloat16.
+
+Weights out: the plan (learner/transport/buckets.py) is set on every rank; `weights_send`
+gathers (ZeRO-3) and packs one bucket at a time on every rank, and rank 0 hands the buffers
+to the named transport (learner/transport/).
 """
 
 from __future__ import annotations
@@ -40,28 +44,28 @@ from typing import Any
 import numpy as np
 import torch
 
-from actors import weight_sync
-from actors.cluster import node_host
+from conf import device as devices
 from conf.config import LearnerConfig
-from learner import grpo
+from conf.logs import quiet_deepspeed, quiet_stdout
 from learner.batch import MicroBatch, RankBatch
 from learner.checkpoint import rng_states, set_rng_states
 from learner.logprobs import completion_logprobs
+from learner.losses import PolicyLoss
+from learner.transport import Shipment, TransportCache, WeightTransport
+from learner.transport.buckets import Bucket, pack, plan_buckets
+from learner.transport.collective import listen_socket, make_store, node_host
 
 _STATE_TAG = "deepspeed"  # save_state's sub-directory for DeepSpeed's files (a fixed name, no "latest" file)
 _STATE_META = "learner_state.json"
 
 
-def _on_gpu() -> bool:
-    return torch.cuda.is_available()
-
-
-def ds_config(cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size: int) -> dict[str, Any]:
+def ds_config(cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size: int,
+              device: devices.Device) -> dict[str, Any]:
     """The DeepSpeed config, derived from LearnerConfig (DeepSpeed's own JSON is not exposed:
     one home per default). The learning rate is set per step by the worker (warmup, SFT)."""
     # overlap_comm overlaps the gradient reduction with backward: a GPU feature, and DeepSpeed
     # accepts it with our own accumulation boundary only where gradients are partitioned (2, 3).
-    zero: dict[str, Any] = {"stage": cfg.zero_stage, "overlap_comm": _on_gpu() and cfg.zero_stage >= 2,
+    zero: dict[str, Any] = {"stage": cfg.zero_stage, "overlap_comm": device == "cuda" and cfg.zero_stage >= 2,
                             "contiguous_gradients": True}
     if cfg.zero_stage == 3:
         # Keep every parameter partitioned between uses, so weight sync can gather bucket by bucket.
@@ -112,45 +116,50 @@ def _local_numel(p: torch.nn.Parameter) -> int:
 
 class LearnerWorker:
     def __init__(self, cfg: LearnerConfig, *, model_path: str, dtype: str, temperature: float, rank: int,
-                 world_size: int, micro_batches: int, seed: int, timeout_s: float) -> None:
+                 world_size: int, micro_batches: int, seed: int, timeout_s: float, device: devices.Device,
+                 loss: PolicyLoss, verbose: bool = False) -> None:
         self.cfg, self.model_path, self.dtype, self.temperature = cfg, model_path, dtype, temperature
         self.rank, self.world_size, self.micro_batches, self.seed = rank, world_size, micro_batches, seed
         self.timeout_s = timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
+        self.device, self.verbose = device, verbose
+        devices.require(device, f"learner rank {rank}")
+        self.loss = loss  # learner.loss, resolved by the driver (learner/losses.py)
         self.updates = 0  # optimizer steps applied = the policy_version of these weights
-        self._sync_group: Any = None
-        self._sync_plan: list[weight_sync.Bucket] | None = None
-        self._listen: dict[str, Any] = {}  # purpose -> socket held for a TCPStore this rank hosts
+        self._plan: list[Bucket] | None = None
+        self._transport = TransportCache()  # rank 0's transports (a collective one holds its group)
+        self._listen: Any = None  # the socket of the DeepSpeed rendezvous store this rank hosts
 
     # -- set-up ---------------------------------------------------------------------------
 
-    def reserve_port(self, purpose: str) -> tuple[str, int]:
-        """Open a listening socket on this node for a store this rank will host ("deepspeed":
-        the learner group's rendezvous; "sync": the weight-sync group's). Returns (host, port)."""
-        sock = weight_sync.listen_socket(node_host())
-        self._listen[purpose] = sock
-        return sock.getsockname()[0], sock.getsockname()[1]
+    def reserve_port(self) -> tuple[str, int]:
+        """Open a listening socket on this node for the learner group's rendezvous store (rank
+        0 hosts it). Returns (host, port)."""
+        self._listen = listen_socket(node_host())
+        return self._listen.getsockname()[0], self._listen.getsockname()[1]
 
     def setup(self, master_addr: str, master_port: int) -> dict[str, Any]:
         """Join DeepSpeed's group and build the engine (and the reference model when kl_coef > 0).
         Returns what this rank holds: parameters in the model and stored here (ZeRO-3 shards)."""
         os.environ.update(MASTER_ADDR=master_addr, MASTER_PORT=str(master_port), RANK=str(self.rank),
-                          WORLD_SIZE=str(self.world_size), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
-        if not _on_gpu():
-            os.environ["DS_ACCELERATOR"] = "cpu"
+                          WORLD_SIZE=str(self.world_size), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                          DS_ACCELERATOR=devices.ds_accelerator(self.device))
         import deepspeed
         from transformers import AutoModelForCausalLM
 
-        backend = "nccl" if _on_gpu() else "gloo"
+        quiet_deepspeed(self.verbose)
+        backend = devices.collective_backend(self.device)
         # Our own store (listening on master_addr only), then DeepSpeed adopts the initialised group.
-        store = weight_sync.make_store(master_addr, master_port, self.world_size, self.timeout_s,
-                                       self._listen.pop("deepspeed", None))
+        listen, self._listen = self._listen, None
+        store = make_store(master_addr, master_port, self.world_size, self.timeout_s, listen)
         # The timeout bounds every collective of the group: a dead peer ends the step with an
         # error instead of a hang.
         torch.distributed.init_process_group(backend, store=store, rank=self.rank, world_size=self.world_size,
                                              timeout=datetime.timedelta(seconds=self.timeout_s))
-        deepspeed.init_distributed(dist_backend=backend)
+        with quiet_stdout(self.verbose):
+            deepspeed.init_distributed(dist_backend=backend)
         torch.manual_seed(self.seed)
-        config = ds_config(self.cfg, dtype=self.dtype, micro_batches=self.micro_batches, world_size=self.world_size)
+        config = ds_config(self.cfg, dtype=self.dtype, micro_batches=self.micro_batches, world_size=self.world_size,
+                           device=self.device)
         self._hf_ds_config = self._zero3_init_context(config)  # must outlive from_pretrained
         model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
         if self.cfg.gradient_checkpointing:
@@ -249,10 +258,8 @@ class LearnerWorker:
             # NaN marks samples without engine logprobs: their behaviour policy is this one.
             old = torch.where(torch.isnan(t["logprobs_old"]), logprobs.detach(), t["logprobs_old"])
             ref = self._ref_logprobs(t, self.temperature) if self.ref is not None else None
-            loss, stats = grpo.policy_loss(
-                logprobs, old, ref, t["advantages"], t["completion_mask"], clip_eps=self.cfg.clip_eps,
-                kl_coef=self.cfg.kl_coef, aggregation=self.cfg.aggregation,
-                num_seqs=batch.num_seqs, num_tokens=batch.num_tokens)
+            loss, stats = self.loss(logprobs, old, ref, t["advantages"], t["completion_mask"], cfg=self.cfg,
+                                    num_seqs=batch.num_seqs, num_tokens=batch.num_tokens)
             self._backward(loss)
             n = float(stats["num_tokens"])
             sums["loss"] += loss.item()
@@ -359,9 +366,11 @@ class LearnerWorker:
         # lm_head is not sent: the engine re-ties it after loading.
         return list(self._lm.named_parameters())
 
-    def weight_plan(self, bucket_bytes: int, dtype: str) -> list[weight_sync.Bucket]:
+    def set_weight_plan(self, bucket_bytes: int, dtype: str) -> list[Bucket]:
+        """Fix the bucket plan of weight sync (every rank: all take part in ZeRO-3 gathers)."""
         meta = [(n, tuple(getattr(p, "ds_shape", p.shape)), dtype) for n, p in self._named_params()]
-        return weight_sync.plan_buckets(meta, bucket_bytes)
+        self._plan = plan_buckets(meta, bucket_bytes)
+        return self._plan
 
     def _gathered(self, params: list[torch.nn.Parameter]) -> Any:
         if self.cfg.zero_stage != 3:
@@ -370,32 +379,33 @@ class LearnerWorker:
 
         return deepspeed.zero.GatheredParameters(params, modifier_rank=None)
 
-    def _packed_buckets(self, plan: list[weight_sync.Bucket]) -> Iterator[torch.Tensor]:
+    def _packed_buckets(self, plan: list[Bucket]) -> Iterator[torch.Tensor]:
         """Gather (ZeRO-3, all ranks take part) and pack one bucket at a time; only rank 0 yields."""
         params = dict(self._named_params())
         for bucket in plan:
             tensors = [params[s.name] for s in bucket.slots]
             with self._gathered(tensors):
                 if self.rank == 0:
-                    yield weight_sync.pack(bucket, [p.data for p in tensors])
+                    yield pack(bucket, [p.data for p in tensors])
 
-    def sync_join(self, spec: weight_sync.SyncGroupSpec, plan: list[weight_sync.Bucket]) -> None:
-        self._sync_plan = plan
-        if self.rank == 0:
-            self._sync_group = weight_sync.join_group(spec, 0, self._listen.pop("sync"))
+    def weights_prepare(self, transport: type[WeightTransport], world_size: int) -> Any:
+        """Rank 0: open the group the engines join (rendezvous transports); returns its spec."""
+        return self._transport(transport).prepare(world_size, devices.collective_backend(self.device), self.timeout_s)
 
-    def sync_send(self) -> int:
-        assert self._sync_plan is not None, "sync_join first"
-        flats = self._packed_buckets(self._sync_plan)
+    def weights_join(self, transport: type[WeightTransport], spec: Any) -> None:
+        """Rank 0 joins the group as its sender (rank 0 of the group)."""
+        self._transport(transport).join(spec, 0)
+
+    def weights_send(self, transport: type[WeightTransport]) -> Shipment | None:
+        """Send the current weights with `transport`: every rank gathers (ZeRO-3), rank 0
+        sends and returns the shipment (the version of these weights and the payload)."""
+        assert self._plan is not None, "set_weight_plan first"
+        flats = self._packed_buckets(self._plan)
         if self.rank != 0:
             for _ in flats:  # take part in the ZeRO-3 gathers
                 pass
-            return 0
-        return weight_sync.send(self._sync_group, flats)
-
-    def packed_arrays(self, plan: list[weight_sync.Bucket]) -> list[np.ndarray]:
-        """The same buckets as numpy arrays, for the object-store path (rank 0's list)."""
-        return [weight_sync.to_array(flat) for flat in self._packed_buckets(plan)]
+            return None
+        return Shipment(self.updates, self._transport(transport).send(flats))
 
     def param_digest(self) -> str:
         """Hash of the full parameters (rank 0), to prove an update changed them."""

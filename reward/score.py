@@ -56,17 +56,26 @@ def _require(row: dict[str, Any], names: Iterable[str]) -> None:
         raise BadLine(f"missing field{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
 
 
+OUTPUT_FIELDS = ("code_context", "oracle_new_content", "output")  # kind (a)
+PATCH_FIELDS = ("oracle_patch", "pred_patch")  # kind (b)
+
+
 def score_row(row: dict[str, Any]) -> RewardResult:
-    """Score one parsed line of either kind; raises BadLine naming the field."""
-    if {"output", "code_context", "oracle_new_content"} & row.keys():
-        _require(row, ("code_context", "oracle_new_content", "output"))
+    """Score one parsed line of either kind; raises BadLine naming the field.
+
+    A line is kind (a) when it has every field of (a), else kind (b) when it has every field of
+    (b); other fields are ignored. Otherwise the kind it comes closest to (more of its fields
+    present; (a) on a tie) names what it lacks."""
+    if all(name in row for name in OUTPUT_FIELDS):
         if not isinstance(row["output"], str):
             raise BadLine(f"field output: expected a string, got {type(row['output']).__name__}")
         return score_output(_files_field(row, "code_context"), _files_field(row, "oracle_new_content"),
                             row["output"])
-    if {"oracle_patch", "pred_patch"} & row.keys():
-        _require(row, ("oracle_patch", "pred_patch"))
+    if all(name in row for name in PATCH_FIELDS):
         return score_patches(_patches_field(row, "oracle_patch"), _patches_field(row, "pred_patch"))
+    has_a, has_b = (sum(name in row for name in kind) for kind in (OUTPUT_FIELDS, PATCH_FIELDS))
+    if has_a or has_b:
+        _require(row, OUTPUT_FIELDS if has_a >= has_b else PATCH_FIELDS)
     raise BadLine("missing field: output (with code_context and oracle_new_content) or oracle_patch and pred_patch")
 
 

@@ -22,7 +22,7 @@ def smoke_config(run_dir, *overrides: str) -> config.TrainConfig:
     config.register()
     with initialize(config_path="../conf", version_base=None):
         return config.load(compose("config", overrides=["experiment=smoke", f"run_dir={run_dir}",
-                                                        "trainer.print_config=false", *overrides]))
+                                                        *overrides]))
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def trainer(cluster, tmp_path_factory):
     import train
 
     t = train.Trainer(smoke_config(tmp_path_factory.mktemp("fleet") / "run", "trainer.steps=10"))
-    t.sync_weights()
+    t.weights.push(t.fleet, t.policy_version)
     yield t
     t.shutdown()
 
@@ -64,21 +64,19 @@ def _check_complete(trainer, metrics):
 
 def test_killed_rollout_actor_is_restarted_with_current_weights_and_the_batch_completes(trainer):
     victim = trainer.fleet.members[0]
-    dispatch = trainer.fleet._dispatch
     killed = []
 
-    def dispatch_then_kill():  # fault injection: kill the engine once, while it generates
-        dispatch()
-        if victim.chunk is not None and not killed:
+    def kill_once(member):  # fault injection: kill the engine once, while it generates
+        if member is victim and not killed:
             killed.append(victim.actor_id)
             ray.kill(victim.handle, no_restart=False)
 
-    trainer.fleet._dispatch = dispatch_then_kill
+    trainer.fleet.on_dispatch.append(kill_once)
     try:
         metrics = trainer.train_step()
         trainer.step += 1
     finally:
-        trainer.fleet._dispatch = dispatch
+        trainer.fleet.on_dispatch.remove(kill_once)
     assert metrics["rollout_actor_restarts"] == 1 and metrics["requeued_prompts"] >= 1
     _check_complete(trainer, metrics)
     # The restarted engine got the weights through the object store, then rejoined the group at
@@ -103,7 +101,7 @@ def test_actor_added_on_a_new_node_shares_the_work_then_leaves(trainer, cluster)
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "'wanted': 1" in out.stdout
-    trainer._apply_scaling()
+    trainer.scale_fleet()
     assert [m.actor_id for m in trainer.fleet.live] == ["rollout-0"]
     metrics = trainer.train_step()
     trainer.step += 1
@@ -114,8 +112,8 @@ def test_actor_added_on_a_new_node_shares_the_work_then_leaves(trainer, cluster)
 
 def test_object_store_path_delivers_the_group_path_weights_bit_for_bit(trainer):
     member = trainer.fleet.live[0]
-    trainer.sync_weights()  # over the gloo sync group
+    trainer.weights.push(trainer.fleet, trainer.policy_version)  # over the gloo sync group
     via_group = ray.get(member.handle.weight_digests.remote())
-    trainer.fleet._load_weights(member, *trainer._weights_snapshot())  # the path for actors outside the group
+    trainer.weights.catch_up(member.handle)  # the path for actors outside the group
     via_store = ray.get(member.handle.weight_digests.remote())
-    assert len(via_group) == len(trainer.plan) and via_group == via_store
+    assert len(via_group) == len(trainer.weights.plan) and via_group == via_store

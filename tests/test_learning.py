@@ -22,11 +22,11 @@ import pytest
 import ray
 from hydra import compose, initialize
 
-from actors.reward_pool import RewardInstance, ScoreJob
+from actors.reward_pool import ScoreJob
 from actors.rollout import GenerationRequest
 from conf import config
 from data.demo import demo_parquet_path
-from data.schema import files_to_dict
+from learner.sft import warm_start
 
 SAMPLES = 256
 SFT_MIN_GAIN = 0.5  # observed +0.90
@@ -35,9 +35,8 @@ GRPO_MIN_GAIN = 0.04  # observed +0.094 (seed 0), +0.105, +0.119 (seeds 1, 2)
 
 def _fixed_seed_reward(trainer, item) -> float:
     (result,) = trainer.fleet.generate([GenerationRequest(f"eval/{item.instance_id}", item.prompt_ids, SAMPLES, 1234)])
-    instance = RewardInstance(files_to_dict(item.instance["code_context"]), files_to_dict(item.instance["oracle_new_content"]))
     jobs = [ScoreJob(f"eval/{j}", item.instance_id, c.text) for j, c in enumerate(result.completions)]
-    return float(np.mean([s.result.reward for s in trainer.rewards.score(jobs, {item.instance_id: instance})]))
+    return float(np.mean([s.result.reward for s in trainer.rewards.score(jobs, {item.instance_id: item.instance})]))
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +54,7 @@ def test_sft_then_grpo_raises_the_reward(one_instance, tmp_path):
     config.register()
     with initialize(config_path="../conf", version_base=None):
         cfg = config.load(compose("config", overrides=[
-            "experiment=smoke", f"run_dir={tmp_path / 'run'}", f"data.path={one_instance}", "trainer.print_config=false",
+            "experiment=smoke", f"run_dir={tmp_path / 'run'}", f"data.path={one_instance}",
             # One instance, four times per step: also checks that a step may hold an instance twice.
             "trainer.prompts_per_step=4", "trainer.steps=16", "trainer.verify_sync=false", "trainer.checkpoint_every=1000",
             "rollout.oracle_samples_per_group=0", "rollout.max_new_tokens=256",
@@ -66,8 +65,8 @@ def test_sft_then_grpo_raises_the_reward(one_instance, tmp_path):
         (item,) = trainer.loader.next_batch(1)
         trainer.loader.load_state_dict({**trainer.loader.state_dict(), "epoch": 0, "position": 0})
         untrained = _fixed_seed_reward(trainer, item)
-        trainer.warm_start()
-        trainer.sync_weights()
+        warm_start(cfg, trainer.learner, trainer.tokenizer, trainer.run_dir)
+        trainer.weights.push(trainer.fleet, trainer.policy_version)
         before = _fixed_seed_reward(trainer, item)
         while trainer.step < cfg.trainer.steps:
             metrics = trainer.train_step()

@@ -12,9 +12,17 @@ from dataclasses import replace
 import pytest
 import ray
 
-from actors.reward_pool import RewardInstance, RewardPool, RewardWorker, ScoredJob, ScoreJob
+from actors.reward_pool import RewardPool, RewardWorker, ScoredJob, ScoreJob
 from conf.config import RewardConfig
+from data.schema import Instance
 from reward import oracle_answer, score_output
+from reward.kinds import Similarity
+
+
+def RewardInstance(code_context: dict, oracle_new_content: dict) -> Instance:  # noqa: N802 - reads as the type it builds
+    """An instance with just the files the similarity reward reads."""
+    return Instance("t", "o/r", "c", "bug", "", None, code_context, oracle_new_content)
+
 
 INSTANCES = {
     "one": RewardInstance({"a.py": "x = 1\ny = 2\n"}, {"a.py": "x = 1\ny = 3\n"}),
@@ -44,9 +52,10 @@ def expected(jobs: list[ScoreJob]) -> list[ScoredJob]:
 
 def test_worker_without_ray_scores_in_order_and_never_raises() -> None:
     jobs = make_jobs(12)
-    assert RewardWorker(10.0).score(jobs, INSTANCES) == expected(jobs)
+    similarity = Similarity(RewardConfig(max_pair_seconds=10.0))
+    assert RewardWorker(similarity).score(jobs, INSTANCES) == expected(jobs)
     broken = {"one": RewardInstance(None, {"a.py": "x"})}  # type: ignore[arg-type]
-    (scored,) = RewardWorker(10.0).score([ScoreJob("r", "one", "x")], broken)
+    (scored,) = RewardWorker(similarity).score([ScoreJob("r", "one", "x")], broken)
     assert scored.result.reward == 0.0 and scored.result.error.startswith("internal error")
 
 
@@ -100,7 +109,7 @@ def test_killed_worker_is_replaced_and_its_batch_redone(local_ray: None) -> None
     try:
         before = pool.worker_pids()
         jobs = [ScoreJob(f"s{i}", "slow", slow_output) for i in range(4)] + make_jobs(6)
-        killer = threading.Timer(1.0, lambda: ray.kill(pool._workers[0], no_restart=True))
+        killer = threading.Timer(1.0, lambda: ray.kill(pool.workers[0], no_restart=True))
         killer.start()
         started = time.monotonic()
         scored = pool.score(jobs, instances)

@@ -1,12 +1,27 @@
 """Weight-sync protocol pieces: bucket planning, pack/unpack, and a real gloo broadcast."""
 
 import multiprocessing as mp
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
-from actors import weight_sync as ws
+from learner.transport import buckets, collective, object_store
+
+# The protocol's functions under one name, as the tests used them before the package split.
+ws = SimpleNamespace(plan_buckets=buckets.plan_buckets, pack=buckets.pack, unpack=buckets.unpack, digest=buckets.digest,
+                     to_array=object_store.to_array, listen_socket=collective.listen_socket,
+                     SyncGroupSpec=collective.SyncGroupSpec, join_group=collective.join_group, send=collective.send,
+                     receive=collective.receive, _new_backend=collective._new_backend)
+
+
+def from_arrays(plan, arrays, device, digests):
+    """The object-store receiver, with each bucket's digest (what the engine's loader records)."""
+    for bucket, arr in zip(plan, arrays, strict=True):
+        items = list(object_store.from_arrays([bucket], [arr], device))
+        digests.append(buckets.digest(torch.cat([t.reshape(-1) for _, t in items])))
+        yield from items
 
 
 def test_plan_buckets_respects_size_and_dtype():
@@ -30,7 +45,7 @@ def test_pack_unpack_roundtrip_and_digest():
         (b,) = ws.plan_buckets([("x", (2, 3), dtype), ("y", (2,), dtype)], 1 << 20)
         packed = ws.pack(b, tensors)
         digests = []
-        got = dict(ws.from_arrays([b], [ws.to_array(packed)], torch.device("cpu"), digests))
+        got = dict(from_arrays([b], [ws.to_array(packed)], torch.device("cpu"), digests))
         assert digests == [ws.digest(packed)]
         assert torch.equal(got["x"], tensors[0].to(got["x"].dtype))
 

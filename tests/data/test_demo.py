@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data import demo
-from data.patching import apply_patch
+from data.patching import apply_patch, unified_diff
 from data.schema import FIELD_NAMES, INSTANCE_SCHEMA, files_to_dict, validate_instance
 
 ROWS = demo.load_demo_rows()
@@ -170,9 +170,9 @@ def test_pytest_from_the_repository_root_skips_the_demo_sources():
 
 
 def test_file_diff_of_created_and_deleted_files():
-    created = demo.file_diff("pkg/new.py", None, "a\nb\n")
+    created = unified_diff("pkg/new.py", None, "a\nb\n")
     assert created == "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+a\n+b\n"
-    deleted = demo.file_diff("pkg/old.py", "x\n", None)
+    deleted = unified_diff("pkg/old.py", "x\n", None)
     assert deleted == "diff --git a/pkg/old.py b/pkg/old.py\ndeleted file mode 100644\n--- a/pkg/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
 
 

@@ -1,11 +1,11 @@
 """The prompt builder, checked against a hand-written expected prompt."""
 
 from data.prompt import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT, build_messages, encode_prompt, user_message
+from data.schema import Instance
 
 
 def test_user_message_by_hand():
-    msg = user_message("  Crash on empty input\n", [{"path": "pkg/a.py", "content": "x = 1\n"},
-                                                     {"path": "b.py", "content": "y = ```\n"}])
+    msg = user_message("  Crash on empty input\n", {"pkg/a.py": "x = 1\n", "b.py": "y = ```\n"})
     expected = (
         "We are fixing the following issue in a repository.\n\n"
         "--- BEGIN ISSUE ---\nCrash on empty input\n--- END ISSUE ---\n\n"
@@ -20,7 +20,8 @@ def test_user_message_by_hand():
 
 
 def test_messages_and_format_instructions():
-    inst = {"problem_statement": "bug", "code_context": [{"path": "m.py", "content": ""}]}
+    inst = Instance("i", "o/r", "c", problem_statement="bug", patch="", test_patch=None, code_context={"m.py": ""},
+                    oracle_new_content={})
     system, user = build_messages(inst)
     assert system == {"role": "system", "content": SYSTEM_PROMPT}
     assert "<think>" in SYSTEM_PROMPT and "<solution>" in SYSTEM_PROMPT

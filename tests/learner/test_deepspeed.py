@@ -30,7 +30,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from actors import weight_sync
+from learner.transport.object_store import ObjectStoreTransport, from_arrays
 from conf.config import LearnerConfig
 from learner.batch import TrainSample, shard
 from learner.logprobs import sequence_logprobs_reference
@@ -85,7 +85,7 @@ def start_group(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     from learner.group import LearnerGroup
 
     return LearnerGroup(cfg, model_path=str(model_dir), dtype="float32", temperature=1.0, micro_batches=2, seed=0,
-                        timeout_s=300)
+                        timeout_s=300, device="cpu")
 
 
 def batches_for(cfg: LearnerConfig, samples: list[TrainSample]):
@@ -97,8 +97,8 @@ def params_of(group) -> dict[str, np.ndarray]:
     """Full parameters through the weight-sync object-store path (small buckets: several)."""
     plan = group.weight_plan(16 << 10, "float32")
     assert len(plan) > 3
-    arrays = group.packed_arrays(plan)
-    return {name: t.numpy().copy() for name, t in weight_sync.from_arrays(plan, arrays, torch.device("cpu"))}
+    arrays = group.shipment(ObjectStoreTransport).payload
+    return {name: t.numpy().copy() for name, t in from_arrays(plan, arrays, torch.device("cpu"))}
 
 
 CASES: dict[str, LearnerConfig] = {

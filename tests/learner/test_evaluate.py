@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from conf.config import ModelConfig
 from data.demo import load_demo_rows
 from data.loader import InstanceLoader
-from data.patching import apply_patch
-from data.schema import files_to_dict
+from data.patching import apply_patch, unified_diff
+from data.schema import Instance, files_to_dict
 from learner import evaluate as ev
 from learner.models import resolve
 
@@ -33,6 +33,11 @@ REAL = REPO.parent / "shared" / "data" / "requests_lite.jsonl"
 @pytest.fixture(scope="module")
 def tiny() -> str:
     return resolve(ModelConfig(name="tiny"))
+
+
+def _instance(context: dict[str, str], patch: str) -> Instance:
+    """An instance with just what the predictions writer reads: the code context and the oracle patch."""
+    return Instance("i", "o/r", "c", "bug", patch, None, dict(context), {})
 
 
 def _cfg(tiny: str, *args: str) -> ev.EvalConfig:
@@ -78,7 +83,7 @@ def test_patches_of_real_oracle_changes_apply_with_git(tmp_path):
         row = json.loads(line)
         context, oracle = row["code_context"], row["oracle_new_content"]
         changed = ev.changed_files(context, oracle)
-        patch = ev.model_patch({"code_context": context, "patch": row["patch"]}, changed)
+        patch = ev.model_patch(_instance(context, row["patch"]), changed)
         assert apply_patch(context, patch) == changed, row["instance_id"]
         rebuilt = _git_apply(context, patch, tmp_path / "git")
         assert {p: rebuilt[p] for p in changed if p in context} == {p: c for p, c in changed.items() if p in context}
@@ -96,14 +101,13 @@ def test_file_patch_rebuilds_any_edit_byte_for_byte(old, new, old_nl, new_nl):
     after = "\n".join(new) + ("\n" if new_nl and new else "")
     if before == after:
         return
-    assert apply_patch({"f.py": before}, ev.file_patch("f.py", before, after)) == {"f.py": after}
+    assert apply_patch({"f.py": before}, unified_diff("f.py", before, after)) == {"f.py": after}
 
 
 def test_created_deleted_and_unterminated_files(tmp_path):
     context = {"keep.py": "x = 1", "gone.py": "old\n", "empty/__init__.py": "", "new.py": ""}
-    instance = {"code_context": [{"path": p, "content": c} for p, c in context.items()],
-                # The oracle creates new.py: its "" in the context is a file that does not exist yet.
-                "patch": "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+n\n"}
+    # The oracle creates new.py: its "" in the context is a file that does not exist yet.
+    instance = _instance(context, "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+n\n")
     changed = {"keep.py": "x = 2", "gone.py": "", "empty/__init__.py": "A = 1\n", "new.py": "made\n", "other.py": "o\n"}
     patch = ev.model_patch(instance, changed)
     assert "deleted file mode" in patch and patch.count("new file mode") == 2  # new.py and other.py

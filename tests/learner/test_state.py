@@ -18,7 +18,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from actors import weight_sync
+from learner.transport.object_store import ObjectStoreTransport, from_arrays
 from conf.config import LearnerConfig
 from learner.batch import TrainSample, shard
 
@@ -52,7 +52,7 @@ def start(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     from learner.group import LearnerGroup
 
     return LearnerGroup(cfg, model_path=str(model_dir), dtype="float32", temperature=1.0, micro_batches=2, seed=0,
-                        timeout_s=300)
+                        timeout_s=300, device="cpu")
 
 
 def train(group, cfg: LearnerConfig, seed: int) -> dict[str, float]:
@@ -63,7 +63,8 @@ def train(group, cfg: LearnerConfig, seed: int) -> dict[str, float]:
 
 def params(group) -> dict[str, np.ndarray]:
     plan = group.weight_plan(64 << 10, "float32")
-    return {n: t.numpy().copy() for n, t in weight_sync.from_arrays(plan, group.packed_arrays(plan), torch.device("cpu"))}
+    arrays = group.shipment(ObjectStoreTransport).payload
+    return {n: t.numpy().copy() for n, t in from_arrays(plan, arrays, torch.device("cpu"))}
 
 
 @pytest.mark.parametrize("stage", [2, 3])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reward import oracle_answer
-from reward.score import run
+from reward.score import run, score_line
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXT = {"a.py": "x = 1\n"}
@@ -67,6 +67,17 @@ def test_every_line_gets_a_record_in_order(tmp_path: Path, capsys: pytest.Captur
         assert (record["error"] is None) if error is None else record["error"].startswith(error), record
     assert counts == {"lines": 10, "scored": 2, "malformed": 2, "bad": 6}
     assert "10/10 lines" in capsys.readouterr().err  # progress on stderr
+
+
+def test_a_line_of_one_kind_with_fields_of_the_other_is_that_kind() -> None:
+    # Kind (b) with a field of kind (a) beside it: other fields are ignored (it was rejected as
+    # "missing fields: oracle_new_content, output").
+    both = score_line(json.dumps({"id": "p", "oracle_patch": PATCH, "pred_patch": PATCH, "code_context": CONTEXT}))
+    assert both == {"id": "p", "reward": 1.0, "error": None}
+    # Neither kind complete: the closer one names what it lacks.
+    assert score_line(json.dumps({"id": "q", "oracle_patch": PATCH}))["error"] == "missing field: pred_patch"
+    half = score_line(json.dumps({"id": "r", "output": "x", "code_context": CONTEXT, "pred_patch": PATCH}))
+    assert half["error"] == "missing field: oracle_new_content"
 
 
 def test_command_line_runs_without_ray_or_torch(tmp_path: Path) -> None:

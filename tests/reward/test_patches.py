@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reward import score_patches
-from reward.patches import PatchError, apply_patch, file_changes
+from data.patching import PatchError, apply_patch
+from reward.patches import file_changes
 from reward.reference import reference_file_changes, reference_score_patches
 
 EDIT = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"

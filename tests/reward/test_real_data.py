@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from reward import oracle_answer, score_output, score_patches
-from reward.patches import PatchError, apply_patch, file_changes
+from data.patching import PatchError, apply_patch
+from reward.patches import file_changes
 from reward.reference import reference_file_changes, reference_score_output, reference_score_patches
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

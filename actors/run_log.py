@@ -1,0 +1,123 @@
+"""What a step leaves behind: its metrics line (metrics.jsonl, the Ray dashboard's gauges, one
+console line) and its rollouts (rollouts/step_NNNNNN.jsonl).
+
+metrics.jsonl is appended to, never rewritten. With `trainer.checkpoint_every` > 1 a driver
+that dies loses the steps logged after its last checkpoint; on resume they run again and their
+new lines carry `"rerun": true` (a step's last line is the one that counts). A driver killed
+between writing a checkpoint and logging its step gets that line from the checkpoint
+(exactly once). The keys are documented in the README's metrics table (a test keeps the two
+equal).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from actors.generation import Group
+from actors.reward_pool import ScoredJob
+from actors.telemetry import Telemetry
+from learner import grpo
+from learner.checkpoint import Checkpoint
+
+log = logging.getLogger(__name__)
+
+
+def step_metrics(groups: Sequence[Group], rewards: torch.Tensor, policy_version: int,
+                 seconds: dict[str, float], sync_bytes: int) -> dict[str, Any]:
+    """The step's rollout statistics: rewards over the policy's own samples (oracle samples
+    excluded), signal, lengths, staleness, throughput."""
+    policy = torch.tensor([c.finish_reason != "oracle" for g in groups for c in g.completions])
+    r = rewards[policy]
+    completions = [c for g in groups for c in g.completions]
+    generated = sum(len(c.token_ids) for g in groups for c in g.sampled)
+    gen_s, sync_s = seconds["generate_s"], seconds["sync_s"]
+    return {
+        "num_rollouts": len(completions),
+        "reward_mean": float(r.mean()),
+        "reward_std": float(r.std()) if r.numel() > 1 else 0.0,
+        "format_error_rate": float((r == -1).double().mean()),
+        "zero_signal_frac": float(grpo.zero_signal_groups(rewards, len(groups[0].completions)).double().mean()),
+        "truncated_frac": float(np.mean([c.finish_reason == "length" for c in completions])),
+        "completion_len_mean": float(np.mean([len(c.token_ids) for c in completions])),
+        # Version lag of the consumed rollouts: updates applied since the weights that made them.
+        "staleness_max": max(policy_version - 1 - g.policy_version for g in groups),
+        "gen_tokens_per_s": round(generated / gen_s, 2) if gen_s > 0 else 0.0,
+        "sync_mb_per_s": round(sync_bytes / 2**20 / sync_s, 2) if sync_s else 0.0,
+    }
+
+
+class RunLog:
+    def __init__(self, run_dir: Path, *, steps: int, rollout_log_every: int) -> None:
+        self.run_dir, self.steps, self.rollout_log_every = run_dir, steps, rollout_log_every
+        self.metrics_path = run_dir / "metrics.jsonl"
+        self.telemetry = Telemetry(run_dir.name)
+        self.rerun: set[int] = set()
+
+    def logged_steps(self) -> set[int]:
+        if not self.metrics_path.is_file():
+            return set()
+        return {json.loads(line)["step"] for line in self.metrics_path.read_text().splitlines() if line.strip()}
+
+    def resume(self, ckpt: Checkpoint | None) -> None:
+        """Mark the steps logged past the checkpoint as reruns; log a checkpointed step's line
+        that its driver died before writing."""
+        logged = self.logged_steps()
+        self.rerun = {s for s in logged if s > (ckpt.step if ckpt else 0)}
+        if self.rerun:
+            log.info("[resume] steps %d-%d were logged after the last checkpoint; they run again and their "
+                     "metrics lines are marked rerun", min(self.rerun), max(self.rerun))
+        if ckpt is not None:
+            log.info("[resume] from %s (step %d, policy_version %d)", ckpt.path, ckpt.step, ckpt.state["policy_version"])
+            if ckpt.state.get("metrics") and ckpt.step not in logged:
+                self._append(ckpt.state["metrics"])
+
+    def write(self, metrics: dict[str, Any]) -> None:
+        """The step's line: metrics.jsonl, the dashboard's gauges, the console."""
+        if metrics["step"] in self.rerun:
+            metrics["rerun"] = True
+        self._append(metrics)
+        self.telemetry.record(metrics)
+        m = metrics
+        log.info("[step %d/%d] v%d reward %+.3f (std %.3f, format errors %.0f%%) loss %+.4f | generate %.1fs "
+                 "(%.0f tok/s) reward %.1fs train %.1fs sync %.1fs step %.1fs", m["step"], self.steps,
+                 m["policy_version"], m["reward_mean"], m["reward_std"], 100 * m["format_error_rate"], m["loss"],
+                 m["generate_s"], m["gen_tokens_per_s"], m["reward_s"], m["train_s"], m["sync_s"], m["step_s"])
+
+    def _append(self, metrics: dict[str, Any]) -> None:
+        with open(self.metrics_path, "a") as f:
+            f.write(json.dumps(metrics) + "\n")
+
+    def rollouts(self, step: int, groups: Sequence[Group], scored: Sequence[ScoredJob]) -> None:
+        """Every rollout of step `step` (1-based), every `trainer.rollout_log_every` steps."""
+        every = self.rollout_log_every
+        if every <= 0 or step % every:
+            return
+        out = self.run_dir / "rollouts" / f"step_{step:06d}.jsonl"
+        out.parent.mkdir(exist_ok=True)
+        rows = iter(scored)
+        with open(out, "w") as f:
+            for g in groups:
+                for j, c in enumerate(g.completions):
+                    s = next(rows)
+                    f.write(json.dumps({
+                        "rollout_id": s.rollout_id, "instance_id": g.item.instance_id, "sample": j,
+                        "policy_version": None if c.finish_reason == "oracle" else g.policy_version,
+                        "actor_id": g.actor_id, "finish_reason": c.finish_reason,
+                        "prompt_tokens": len(g.item.prompt_ids), "completion_tokens": len(c.token_ids),
+                        "reward": s.result.reward, "error": s.result.error, "text": c.text}) + "\n")
+
+    def finish(self, step: int) -> None:
+        log.info("[done] %d steps; Hugging Face export in %s", step, self.run_dir / "hf")
+        from learner.plot import plot_run
+
+        try:
+            log.info("[done] learning curves in %s", plot_run(self.run_dir))
+        except ImportError:  # matplotlib comes with the `test` extra; the run does not need it
+            log.info("[done] no plot: pip install matplotlib for reward_curve.png")

@@ -1,0 +1,71 @@
+"""Reward kinds: how one model output is scored against one instance, chosen by `reward.kind`.
+
+A kind is a class registered under a name in `REWARDS`. The reward workers (actors/reward_pool.py)
+are generic: each holds one kind object (built on the driver from the config and shipped to
+the workers) and calls
+
+    state = kind.prepare(instance)      once per instance per worker: the group's 16 outputs
+                                        (and every batch of them) share it
+    result = kind.score(state, output)  per output; returns a RewardResult, never raises for
+                                        a bad output (a malformed one is reward -1 with a reason)
+
+Adding a kind is one new file (a subclass with `@REWARDS.register("name")`) and its import at
+the end of this module; `reward.kind` accepts every registered name (the config schema takes
+its choices from here), and a test can register one in the test file itself.
+
+Registered here: `similarity`, the paper's reward (reward/core.py: -1 for a malformed output,
+else the mean diff similarity to the oracle), the default.
+
+Pure Python: no Ray, torch or numpy (the instance and config types are imported for annotations only).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+from conf.registry import Registry
+from reward.core import RewardResult, oracle_diffs, score_with_oracle_diffs
+
+if TYPE_CHECKING:
+    from conf.config import RewardConfig
+    from data.schema import Instance
+
+
+class RewardKind(ABC):
+    """One way of scoring outputs. Built once on the driver (`make_reward`) and pickled to every
+    reward worker: keep its attributes small and picklable (settings, not caches)."""
+
+    def __init__(self, cfg: RewardConfig) -> None:
+        self.cfg = cfg
+
+    @abstractmethod
+    def prepare(self, instance: Instance) -> Any:
+        """Per-instance state shared by every output scored against it (e.g. the oracle's diffs)."""
+
+    @abstractmethod
+    def score(self, state: Any, output: str) -> RewardResult:
+        """The reward of one output; a bad output is a result with a reason, not an exception."""
+
+
+REWARDS: Registry[type[RewardKind]] = Registry("reward kind", "reward.kind")
+
+
+def make_reward(cfg: RewardConfig) -> RewardKind:
+    """The kind `cfg.kind` names, configured; an unknown name lists the registered ones."""
+    return REWARDS.get(cfg.kind)(cfg)
+
+
+@REWARDS.register("similarity")
+class Similarity(RewardKind):
+    """SWE-RL's reward (Wei et al. 2025, section 2.2; rules in docs/reward.md): -1 when the
+    output is malformed or its edits do not apply, else the mean over files of the
+    SequenceMatcher ratio between the predicted and the oracle diff. The trainer's time cap
+    (`reward.max_pair_seconds`) scores a pair that would take longer 0, counted as a timeout."""
+
+    def prepare(self, instance: Instance) -> tuple[dict[str, str], dict[str, str | None]]:
+        return instance.code_context, oracle_diffs(instance.code_context, instance.oracle_new_content)
+
+    def score(self, state: tuple[dict[str, str], dict[str, str | None]], output: str) -> RewardResult:
+        context, oracle = state
+        return score_with_oracle_diffs(context, oracle, output, max_pair_seconds=self.cfg.max_pair_seconds)
