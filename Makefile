@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test smoke clean-venv
+.PHONY: setup run test lint smoke clean-venv
 
 setup: $(STAMP)
 
@@ -17,9 +17,15 @@ $(STAMP): pyproject.toml scripts/setup.sh
 run: setup
 	$(BIN)/python train.py
 
-# README command (b): the whole test suite (CPU only).
-test: setup
+# README command (b): lint and type checks, then the whole test suite (CPU only).
+test: lint
 	$(BIN)/python -m pytest -q tests
+
+# ruff (lint, formatting) and mypy, configured in pyproject.toml; about 15 s.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 smoke: setup
 	$(BIN)/python train.py experiment=smoke

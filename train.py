@@ -2,16 +2,14 @@
 
 One step is a pipeline of named, timed phases, each one call on a component:
 
-    data        rollouts.prefetch     the step's prompts, queued on the engines   actors/generation.py
-    generate    rollouts.collect      a group of samples per prompt (staleness,   actors/generation.py
-                                      oracle injection)
-    reward      rewards.score_groups  `reward.kind` on the reward actors          actors/reward_pool.py
-    advantages  advantage(...)        `learner.advantage` over each group         learner/advantages.py
-    train       learner.train         one update (`learner.loss`) on DeepSpeed    learner/group.py
-    sync        weights.push          the new weights to every engine             actors/weight_sync.py
-                                      (`trainer.weight_transport`)
-    checkpoint  checkpoints.save      every `trainer.checkpoint_every` steps      learner/checkpoint.py
-    log         log.write             metrics.jsonl, dashboard gauges, console    actors/run_log.py
+    data        rollouts.prefetch     the step's prompts, queued on the engines    actors/generation.py
+    generate    rollouts.collect      samples per prompt (staleness, oracle)       actors/generation.py
+    reward      rewards.score_groups  `reward.kind` on the reward actors           actors/reward_pool.py
+    advantages  advantage(...)        `learner.advantage` over each group          learner/advantages.py
+    train       learner.train         one update (`learner.loss`) on DeepSpeed     learner/group.py
+    sync        weights.push          to every engine (`trainer.weight_transport`) actors/weight_sync.py
+    checkpoint  checkpoints.save      every `trainer.checkpoint_every` steps       learner/checkpoint.py
+    log         log.write             metrics.jsonl, dashboard gauges, console     actors/run_log.py
 
 Every remote call is awaited within `trainer.phase_timeout_s`, so a failed or hung actor
 surfaces in the phase that used it, by name. `trainer.mode=sync` is the paper's on-policy loop;
@@ -24,7 +22,6 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import hydra
@@ -33,7 +30,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import RayActorError
 
-from actors.cluster import ResourceError, check_fits, init_ray, resource_demands
+from actors.cluster import check_fits, init_ray, resource_demands
 from actors.control import FleetControl
 from actors.fleet import RolloutFleet
 from actors.generation import Rollouts, train_samples
@@ -43,12 +40,14 @@ from actors.run_log import RunLog, step_metrics
 from actors.weight_sync import SyncCheck, WeightSync
 from conf import config, logs
 from conf import device as devices
-from conf.registry import RegistryError
+from conf.errors import UserError
+from conf.io import write_text
+from conf.runtime import Runtime
 from data.loader import InstanceLoader
 from learner import models
 from learner.advantages import ADVANTAGES
-from learner.checkpoint import Checkpointer, ResumeError
-from learner.group import LearnerGroup, PlacementError
+from learner.checkpoint import Checkpointer
+from learner.group import LearnerGroup
 from learner.sft import warm_start
 
 config.register()
@@ -57,31 +56,31 @@ log = logging.getLogger("train")
 
 class Trainer:
     def __init__(self, cfg: config.TrainConfig) -> None:
-        self.cfg, device, timeout = cfg, devices.of_run(cfg), cfg.trainer.phase_timeout_s
-        self.run_dir = Path(cfg.run_dir).resolve()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.checkpoints = Checkpointer(self.run_dir, asdict(cfg))  # refuses a config that cannot resume
-        init_ray(cfg.ray.address, num_cpus=cfg.ray.num_cpus, include_dashboard=cfg.ray.include_dashboard,
-                 verbose=cfg.trainer.verbose)
-        model_path = models.resolve(cfg.model)
+        self.cfg, verbose = cfg, cfg.trainer.verbose
+        self.run_dir = config.prepare_run_dir(cfg.run_dir)
+        # Everything that can be refused is checked before Ray starts: the checkpoint (intact,
+        # compatible), the model, every data shard.
+        self.checkpoints = Checkpointer(self.run_dir, asdict(cfg), keep=cfg.trainer.keep_checkpoints)
+        device, timeout = devices.of_run(cfg), cfg.trainer.phase_timeout_s
+        run = Runtime(models.resolve(cfg.model), cfg.model.dtype, cfg.seed, device, timeout, verbose)
         from transformers import AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.loader = InstanceLoader(cfg.data.path, self.tokenizer, seed=cfg.seed, heldout_fraction=cfg.data.heldout_fraction,
-                                     max_prompt_tokens=cfg.data.max_prompt_tokens)
+        self.tokenizer = AutoTokenizer.from_pretrained(run.model_path)
+        self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed)
+        init_ray(
+            cfg.ray.address, num_cpus=cfg.ray.num_cpus, include_dashboard=cfg.ray.include_dashboard, verbose=verbose
+        )
         check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])
-        log.info("[setup] model %s on %s; starting %d rollout actor(s), %d reward actor(s), %d learner rank(s)",
-                 model_path, device, cfg.rollout.num_actors, cfg.reward.num_workers, cfg.learner.num_ranks)
+        actors = (cfg.rollout.num_actors, cfg.reward.num_workers, cfg.learner.num_ranks)
+        log.info("[setup] %s on %s: %d rollout, %d reward and %d learner actor(s)", run.model_path, device, *actors)
         # The learner's placement group first: a cluster that cannot hold it fails fast, by name.
         rows_per_rank = cfg.trainer.prompts_per_step * cfg.group_size // cfg.learner.num_ranks
-        self.learner = LearnerGroup(cfg.learner, model_path=model_path, dtype=cfg.model.dtype, seed=cfg.seed,
-                                    temperature=cfg.rollout.temperature, timeout_s=timeout, device=device,
-                                    micro_batches=max(1, rows_per_rank // cfg.learner.micro_batch_size),
-                                    pad_id=self.tokenizer.pad_token_id, verbose=cfg.trainer.verbose)
+        micro_batches, pad_id = max(1, rows_per_rank // cfg.learner.micro_batch_size), self.tokenizer.pad_token_id
+        self.learner = LearnerGroup(
+            cfg.learner, run, temperature=cfg.rollout.temperature, micro_batches=micro_batches, pad_id=pad_id
+        )
         self.weights = WeightSync(self.learner, cfg)
-        self.fleet = RolloutFleet(cfg.rollout, model_path=model_path, dtype=cfg.model.dtype, seed=cfg.seed,
-                                  timeout_s=timeout, device=device, catch_up=self.weights.catch_up,
-                                  verbose=cfg.trainer.verbose)
+        self.fleet = RolloutFleet(cfg.rollout, run, catch_up=self.weights.catch_up)
         self.rewards = RewardPool(cfg.reward)
         self.fleet.wait_ready()
         self.rollouts = Rollouts(cfg, self.loader, self.fleet, self.tokenizer)
@@ -103,8 +102,13 @@ class Trainer:
             if self.step % self.cfg.trainer.checkpoint_every == 0 or self.step == self.cfg.trainer.steps:
                 timer = PhaseTimer()
                 with timer("checkpoint"):
-                    self.checkpoints.save(self.learner, step=self.step, policy_version=self.policy_version,
-                                          loader_state=self.rollouts.loader_state(self.step), metrics=metrics)
+                    self.checkpoints.save(
+                        self.learner,
+                        step=self.step,
+                        policy_version=self.policy_version,
+                        loader_state=self.rollouts.loader_state(self.step),
+                        metrics=metrics,
+                    )
                 metrics.update(timer.seconds)
             self.log.write(metrics)
         self.log.finish(self.step)
@@ -133,11 +137,18 @@ class Trainer:
             check.after_sync()
             stats |= check.stats
         self.log.rollouts(self.step + 1, groups, scored)
-        return {"step": self.step + 1, "policy_version": self.policy_version,
-                **step_metrics(groups, rewards, self.policy_version, timer.seconds, self.weights.nbytes),
-                **{k: round(v, 6) for k, v in stats.items()}, **timer.seconds, **self.fleet.metrics(),
-                **self.rewards.stats(), "prompts_too_long": self.loader.stats.dropped_too_long,
-                "step_s": timer.total(), "stale_dropped": dropped}
+        return {
+            "step": self.step + 1,
+            "policy_version": self.policy_version,
+            **step_metrics(groups, rewards, self.policy_version, timer.seconds, self.weights.nbytes),
+            **{k: round(v, 6) for k, v in stats.items()},
+            **timer.seconds,
+            **self.fleet.metrics(),
+            **self.rewards.stats(),
+            "prompts_too_long": self.loader.stats.dropped_too_long,
+            "step_s": timer.total(),
+            "stale_dropped": dropped,
+        }
 
     def scale_fleet(self) -> None:
         """Add or retire rollout actors to match the count asked through `python -m actors.control`."""
@@ -160,20 +171,25 @@ def main(dcfg: DictConfig) -> None:
         if cfg.trainer.verbose:
             log.info("%s", OmegaConf.to_yaml(dcfg))
         trainer = Trainer(cfg)
-    except (config.ConfigError, RegistryError, ResumeError, PlacementError, ResourceError, FileNotFoundError,
-            PhaseTimeout) as exc:
+        write_text(trainer.run_dir / "config.yaml", OmegaConf.to_yaml(dcfg))
+    except (UserError, FileNotFoundError, PhaseTimeout) as exc:
         # Bad input (or actors that could not start in time): one clear line naming the field,
         # file, key or actor, not a traceback.
         log.error("[error] %s", exc)
         raise SystemExit(2) from None
     try:
         trainer.fit()
+    except UserError as exc:  # bad input found mid-run (a row of a shard): one line, and what was done is kept
+        log.error("[error] %s", exc)
+        raise SystemExit(2) from None
     except (PhaseTimeout, RayActorError) as exc:
         # A phase that timed out, or an actor the run cannot go on without (a learner rank:
         # DeepSpeed's group cannot lose a member). Rollout actors that die are restarted in place.
         what = str(exc) if isinstance(exc, PhaseTimeout) else f"an actor died: {exc}"
-        log.error("[error] %s. The last complete checkpoint is in %s; starting again with the same run_dir "
-                  "resumes from it.", what, trainer.run_dir / "checkpoints")
+        where = trainer.run_dir / "checkpoints"
+        log.error(
+            "[error] %s. The last complete checkpoint is in %s; run again with this run_dir to resume.", what, where
+        )
         raise
     finally:
         trainer.shutdown()

@@ -12,9 +12,13 @@ their real addresses.
 from __future__ import annotations
 
 import os
+import secrets
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actors.reaper import scoped_tmp, watch
+from conf.errors import UserError
 from conf.logs import third_party_level
 from learner.transport.collective import LOOPBACK_ENV
 
@@ -30,6 +34,23 @@ def loopback_only() -> None:
         constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
 
 
+# Ray 2.60's token authentication: whoever reads this file can submit jobs to the cluster.
+AUTH_TOKEN = Path.home() / ".ray" / "auth_token"
+
+
+def private_token() -> None:
+    """Create Ray's token file readable by its owner only (Ray writes it with the umask, 644
+    here), or tighten an existing one. Before a local start, so that it is never readable by
+    others, and after joining a cluster, for the token that node already had."""
+    AUTH_TOKEN.parent.mkdir(mode=0o700, exist_ok=True)
+    if not AUTH_TOKEN.exists():
+        fd = os.open(AUTH_TOKEN, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))  # Ray's own format: 256 random bits, hex
+    if AUTH_TOKEN.stat().st_mode & 0o077:
+        AUTH_TOKEN.chmod(0o600)
+
+
 def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: bool = False, **kwargs: object) -> None:
     """Join the cluster at `address` (or RAY_ADDRESS, as under `ray job submit`); with neither,
     start a local one on 127.0.0.1 with `num_cpus` logical CPUs."""
@@ -41,24 +62,43 @@ def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: b
     kwargs.setdefault("logging_level", third_party_level(verbose))
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or None, **kwargs)
+        if AUTH_TOKEN.exists():
+            private_token()
         return
     loopback_only()
-    ray.init(address="local", num_cpus=num_cpus, include_dashboard=include_dashboard,
-             dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+    private_token()
+    tmp_root = scoped_tmp()  # the run's temporary files, removed when it ends (actors/reaper.py)
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        include_dashboard=include_dashboard,
+        dashboard_host="127.0.0.1",
+        _node_ip_address="127.0.0.1",
+        **kwargs,
+    )
+    # The local cluster ends with its driver, even a SIGKILLed one.
+    head = ray._private.worker._global_node.all_processes
+    watch([info.process.pid for infos in head.values() for info in infos], tmp_root)
 
 
 def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:
     """What a training config asks of the cluster: (what, how many, resources of one)."""
     return [
-        ("rollout actor (rollout.num_cpus/num_gpus)", cfg.rollout.num_actors,
-         {"CPU": cfg.rollout.num_cpus, "GPU": cfg.rollout.num_gpus}),
+        (
+            "rollout actor (rollout.num_cpus/num_gpus)",
+            cfg.rollout.num_actors,
+            {"CPU": cfg.rollout.num_cpus, "GPU": cfg.rollout.num_gpus},
+        ),
         ("reward actor (reward.num_cpus)", cfg.reward.num_workers, {"CPU": cfg.reward.num_cpus}),
-        ("learner rank (learner.num_cpus_per_rank/num_gpus_per_rank)", cfg.learner.num_ranks,
-         {"CPU": cfg.learner.num_cpus_per_rank, "GPU": cfg.learner.num_gpus_per_rank}),
+        (
+            "learner rank (learner.num_cpus_per_rank/num_gpus_per_rank)",
+            cfg.learner.num_ranks,
+            {"CPU": cfg.learner.num_cpus_per_rank, "GPU": cfg.learner.num_gpus_per_rank},
+        ),
     ]
 
 
-class ResourceError(RuntimeError):
+class ResourceError(UserError, RuntimeError):
     """The cluster cannot hold what the config asks for; the message says what is missing."""
 
 

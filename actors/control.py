@@ -19,6 +19,8 @@ from typing import Any
 
 import ray
 
+from conf.errors import fail
+
 NAMESPACE = "swe_rl"
 
 
@@ -61,8 +63,11 @@ class FleetControl:
 
     @classmethod
     def start(cls, run: str, wanted: int) -> FleetControl:
-        handle = ray.remote(FleetState).options(name=actor_name(run), namespace=NAMESPACE, num_cpus=0,
-                                                get_if_exists=True).remote(wanted)
+        handle = (
+            ray.remote(FleetState)
+            .options(name=actor_name(run), namespace=NAMESPACE, num_cpus=0, get_if_exists=True)
+            .remote(wanted)
+        )
         ray.get(handle.report.remote(wanted, 0), timeout=CALL_TIMEOUT_S)
         return cls(handle)
 
@@ -81,16 +86,24 @@ class FleetControl:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m actors.control", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--address", default="auto", help="Ray cluster address (default: auto, the local node's cluster)")
+    parser.add_argument(
+        "--address", default="auto", help="Ray cluster address (default: auto, the local node's cluster)"
+    )
     parser.add_argument("--run", required=True, help="the run's name: the last component of its run_dir")
     parser.add_argument("--actors", type=int, help="number of rollout actors wanted; omit to print the status")
     args = parser.parse_args(argv)
-    ray.init(address=args.address, namespace=NAMESPACE, logging_level="error")
+    try:
+        ray.init(address=args.address, namespace=NAMESPACE, logging_level="error")
+    except ConnectionError as exc:  # no cluster at that address
+        fail(parser.prog, f"--address {args.address}: no Ray cluster to connect to ({exc})")
     try:
         handle = ray.get_actor(actor_name(args.run), namespace=NAMESPACE)
     except ValueError:
-        print(f"no running job with run name {args.run!r} on this cluster (looked for actor {actor_name(args.run)!r})")
-        return 2
+        fail(
+            parser.prog,
+            f"--run {args.run}: no running job of that name on this cluster "
+            f"(looked for actor {actor_name(args.run)!r})",
+        )
     if args.actors is not None:
         ray.get(handle.set_wanted.remote(args.actors), timeout=CALL_TIMEOUT_S)
     print(ray.get(handle.status.remote(), timeout=CALL_TIMEOUT_S))

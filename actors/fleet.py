@@ -26,6 +26,7 @@ re-form it over the live actors before its next push.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
@@ -40,9 +41,9 @@ from ray.exceptions import GetTimeoutError, RayActorError
 
 from actors.phases import PhaseTimeout
 from actors.rollout import GenerationRequest, GenerationResult, RolloutWorker
-from conf import device as devices
 from conf.config import RolloutConfig
 from conf.logs import actor_env
+from conf.runtime import Runtime
 from learner.transport import WeightTransport
 
 log = logging.getLogger(__name__)
@@ -65,15 +66,13 @@ class FleetStats:
 
 
 class RolloutFleet:
-    def __init__(self, cfg: RolloutConfig, *, model_path: str, dtype: str, seed: int, timeout_s: float,
-                 device: devices.Device, catch_up: Callable[[Any], int], verbose: bool = False) -> None:
+    def __init__(self, cfg: RolloutConfig, run: Runtime, *, catch_up: Callable[[Any], int]) -> None:
         """Starts cfg.num_actors engines (call wait_ready before use). `catch_up(handle)` gives an
         engine outside the sync group the learner's current weights and returns their version."""
-        self.cfg, self.model_path, self.dtype, self.seed, self.timeout_s = cfg, model_path, dtype, seed, timeout_s
-        self.device, self.catch_up = device, catch_up
+        self.cfg, self.run, self.timeout_s, self.device, self.catch_up = cfg, run, run.timeout_s, run.device, catch_up
         # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
         # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
-        self.env = actor_env(verbose) | ({"OMP_NUM_THREADS": str(cfg.cpu_threads)} if device == "cpu" else {})
+        self.env = actor_env(run.verbose) | ({"OMP_NUM_THREADS": str(cfg.cpu_threads)} if run.device == "cpu" else {})
         self.remote_cls = ray.remote(RolloutWorker)
         self.members: list[Member] = []
         self.queue: deque[GenerationRequest] = deque()
@@ -95,9 +94,13 @@ class RolloutFleet:
     def _spawn(self, resources: dict[str, float] | None = None) -> Member:
         actor_id = f"rollout-{next(self._ids)}"
         handle = self.remote_cls.options(
-            num_cpus=self.cfg.num_cpus, num_gpus=self.cfg.num_gpus, resources=resources or {},
-            max_restarts=self.cfg.max_restarts, max_task_retries=0, runtime_env={"env_vars": self.env},
-        ).remote(self.cfg, self.model_path, self.dtype, self.seed + len(self.members), actor_id, self.device)
+            num_cpus=self.cfg.num_cpus,
+            num_gpus=self.cfg.num_gpus,
+            resources=resources or {},
+            max_restarts=self.cfg.max_restarts,
+            max_task_retries=0,
+            runtime_env={"env_vars": self.env},
+        ).remote(self.cfg, self.run, actor_id, seed=self.run.seed + len(self.members))
         member = Member(actor_id, handle)
         self.members.append(member)
         return member
@@ -131,10 +134,8 @@ class RolloutFleet:
 
     def _reap(self) -> None:
         for m in [m for m in self.members if m.retiring and m.chunk is None]:
-            try:
+            with contextlib.suppress(RayActorError, GetTimeoutError):  # it is being removed anyway
                 ray.get(m.handle.shutdown.remote(), timeout=self.timeout_s)
-            except (RayActorError, GetTimeoutError):
-                pass
             ray.kill(m.handle, no_restart=True)
             self.members.remove(m)
             self.stats.removed += 1
@@ -158,8 +159,9 @@ class RolloutFleet:
         self.wait([], "generate", request_ids=request_ids)
         return [self.done.pop(r) for r in request_ids]
 
-    def wait(self, refs: Sequence[Any], phase: str, *, dispatch: bool = True,
-             request_ids: Sequence[str] = ()) -> list[Any]:
+    def wait(
+        self, refs: Sequence[Any], phase: str, *, dispatch: bool = True, request_ids: Sequence[str] = ()
+    ) -> list[Any]:
         """Wait until `refs` are done and `request_ids` generated, within the phase deadline
         (`timeout_s`), while collecting finished chunks and (dispatch) handing out queued
         prompts; returns the refs' values."""
@@ -168,8 +170,10 @@ class RolloutFleet:
         while pending or any(r not in self.done for r in request_ids):
             if time.monotonic() > deadline:
                 missing = [r for r in request_ids if r not in self.done]
-                raise PhaseTimeout(f"phase {phase}: {len(pending)} call(s) and {len(missing)} prompt(s) not done within "
-                                   f"{self.timeout_s:.0f} s (rollout actors: {[m.actor_id for m in self.members]})")
+                raise PhaseTimeout(
+                    f"phase {phase}: {len(pending)} call(s) and {len(missing)} prompt(s) not done within "
+                    f"{self.timeout_s:.0f} s (rollout actors: {[m.actor_id for m in self.members]})"
+                )
             if dispatch:
                 self._dispatch()
             chunks = {m.chunk[0]: m for m in self.members if m.chunk is not None}
@@ -224,11 +228,15 @@ class RolloutFleet:
                 return
             except RayActorError as exc:
                 if time.monotonic() > deadline:
-                    raise PhaseTimeout(f"phase restart: {member.actor_id} did not come back within "
-                                       f"{self.timeout_s:.0f} s (rollout.max_restarts={self.cfg.max_restarts})") from exc
+                    raise PhaseTimeout(
+                        f"phase restart: {member.actor_id} did not come back within "
+                        f"{self.timeout_s:.0f} s (rollout.max_restarts={self.cfg.max_restarts})"
+                    ) from exc
                 time.sleep(1.0)
             except GetTimeoutError as exc:
-                raise PhaseTimeout(f"phase restart: {member.actor_id} did not come back within {self.timeout_s:.0f} s") from exc
+                raise PhaseTimeout(
+                    f"phase restart: {member.actor_id} did not come back within {self.timeout_s:.0f} s"
+                ) from exc
 
     # -- weight-sync group ------------------------------------------------------------------
 
@@ -258,14 +266,16 @@ class RolloutFleet:
         return self._await(self.live[0].handle.prompt_logprobs.remote(token_ids), "verify", self.live[0].actor_id)
 
     def metrics(self) -> dict[str, int]:
-        return {"rollout_actors": len(self.live), "rollout_actor_restarts": self.stats.restarts,
-                "requeued_prompts": self.stats.requeued_prompts, "queue_depth": len(self.queue)}
+        return {
+            "rollout_actors": len(self.live),
+            "rollout_actor_restarts": self.stats.restarts,
+            "requeued_prompts": self.stats.requeued_prompts,
+            "queue_depth": len(self.queue),
+        }
 
     def shutdown(self) -> None:
         for m in self.members:
-            try:
+            with contextlib.suppress(Exception):  # best effort: the actor may already be gone
                 ray.get(m.handle.shutdown.remote(), timeout=60)
-            except Exception:  # noqa: BLE001 - best effort: the actor may already be gone
-                pass
             ray.kill(m.handle, no_restart=True)
         self.members.clear()

@@ -65,8 +65,10 @@ def train_samples(groups: Sequence[Group], advantages: Sequence[float]) -> list[
     """One TrainSample per completion, in group order, with its advantage. Oracle samples carry
     no engine logprobs (None): the learner's own stand in."""
     pairs = [(g.item, c) for g in groups for c in g.completions]
-    return [TrainSample(item.prompt_ids, c.token_ids, c.logprobs if c.finish_reason != "oracle" else None, float(a))
-            for (item, c), a in zip(pairs, advantages, strict=True)]
+    return [
+        TrainSample(item.prompt_ids, c.token_ids, c.logprobs if c.finish_reason != "oracle" else None, float(a))
+        for (item, c), a in zip(pairs, advantages, strict=True)
+    ]
 
 
 class Rollouts:
@@ -97,8 +99,9 @@ class Rollouts:
         ids = [request_id(step, slot, it.instance_id) for slot, it in enumerate(items)]
         results = dict(zip(ids, self.fleet.results(ids), strict=True))
         dropped = 0
-        while stale := [s for s, i in enumerate(ids)
-                        if policy_version - results[i].policy_version > self.cfg.trainer.max_staleness]:
+        while stale := [
+            s for s, i in enumerate(ids) if policy_version - results[i].policy_version > self.cfg.trainer.max_staleness
+        ]:
             dropped += len(stale)
             self.fleet.submit([self._request(step, s, items[s]) for s in stale])
             results.update(zip([ids[s] for s in stale], self.fleet.results([ids[s] for s in stale]), strict=True))

@@ -17,8 +17,9 @@ actors), never threads. The pool owns:
 - failures: a worker that dies, or whose call exceeds `reward.call_timeout_s`, is killed and
   replaced, and its batch is redone. The deadline measures the call alone: a replacement
   worker gets work only once its process has started (a process start on a loaded machine
-  takes seconds, and counting it made healthy jobs miss a short deadline). A batch that fails twice is split into single jobs, and a
-  single job that fails twice is given up with reward 0 and a reason (counted in
+  takes seconds, and counting it made healthy jobs miss a short deadline). A batch that fails
+  twice is split into single jobs, and a single job that fails twice is given up with reward 0
+  and a reason (counted in
   `reward_lost_jobs`), so one poisonous output cannot stall training. A call that raises (a
   bug) is redone the same way without replacing the worker.
 
@@ -167,8 +168,10 @@ class RewardPool:
                 idle.append(index)
         late = [index for index, deadline in self._starting.values() if deadline <= time.monotonic()]
         if late:
-            raise RuntimeError(f"reward worker(s) {late} did not start within {START_TIMEOUT_S:.0f} s "
-                               f"(reward.num_cpus={self.cfg.num_cpus} each)")
+            raise RuntimeError(
+                f"reward worker(s) {late} did not start within {START_TIMEOUT_S:.0f} s "
+                f"(reward.num_cpus={self.cfg.num_cpus} each)"
+            )
 
     @property
     def workers(self) -> list[Any]:
@@ -181,8 +184,11 @@ class RewardPool:
 
     def score_groups(self, groups: Sequence[Group]) -> list[ScoredJob]:
         """Every completion of every group, in order; rollout ids "<request id>/<sample>"."""
-        jobs = [ScoreJob(f"{g.request_id}/{j}", g.item.instance_id, c.text)
-                for g in groups for j, c in enumerate(g.completions)]
+        jobs = [
+            ScoreJob(f"{g.request_id}/{j}", g.item.instance_id, c.text)
+            for g in groups
+            for j, c in enumerate(g.completions)
+        ]
         return self.score(jobs, {g.item.instance_id: g.item.instance for g in groups})
 
     def score(self, jobs: Sequence[ScoreJob], instances: Mapping[str, Instance]) -> list[ScoredJob]:
@@ -221,8 +227,9 @@ class RewardPool:
         self._stats["reward_timeouts"] += sum(scored.result.timed_out for scored in complete)
         return complete
 
-    def _collect(self, ref: Any, call: _Call, jobs: Sequence[ScoreJob], results: list[ScoredJob | None],
-                 queue: deque[_Batch]) -> bool:
+    def _collect(
+        self, ref: Any, call: _Call, jobs: Sequence[ScoreJob], results: list[ScoredJob | None], queue: deque[_Batch]
+    ) -> bool:
         """Store a finished call's results; returns whether its worker is alive and idle."""
         try:
             scored = ray.get(ref)
@@ -237,18 +244,28 @@ class RewardPool:
             results[index] = item
         return True
 
-    def _expire(self, in_flight: dict[Any, _Call], jobs: Sequence[ScoreJob], results: list[ScoredJob | None],
-                queue: deque[_Batch]) -> None:
+    def _expire(
+        self,
+        in_flight: dict[Any, _Call],
+        jobs: Sequence[ScoreJob],
+        results: list[ScoredJob | None],
+        queue: deque[_Batch],
+    ) -> None:
         now = time.monotonic()
         for ref, call in list(in_flight.items()):
             if call.deadline <= now:
                 del in_flight[ref]
                 self._replace(call.worker)  # a stuck C loop cannot be interrupted: kill the process
-                self._retry(call.batch, f"the reward call exceeded {self.cfg.call_timeout_s:g} s", jobs, results,
-                            queue)
+                self._retry(call.batch, f"the reward call exceeded {self.cfg.call_timeout_s:g} s", jobs, results, queue)
 
-    def _retry(self, batch: _Batch, reason: str, jobs: Sequence[ScoreJob], results: list[ScoredJob | None],
-               queue: deque[_Batch]) -> None:
+    def _retry(
+        self,
+        batch: _Batch,
+        reason: str,
+        jobs: Sequence[ScoreJob],
+        results: list[ScoredJob | None],
+        queue: deque[_Batch],
+    ) -> None:
         """Redo a failed batch first; after repeated failures isolate its jobs, then give them up."""
         if batch.attempt + 1 < _MAX_ATTEMPTS:
             queue.appendleft(_Batch(batch.indices, batch.attempt + 1))

@@ -29,6 +29,7 @@ from typing import Any
 
 from conf import device as devices
 from conf.config import RolloutConfig
+from conf.runtime import Runtime
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
 
@@ -84,13 +85,13 @@ def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, devi
 
 
 class RolloutWorker:
-    def __init__(self, cfg: RolloutConfig, model_path: str, dtype: str, seed: int, actor_id: str,
-                 device: devices.Device) -> None:
+    def __init__(self, cfg: RolloutConfig, run: Runtime, actor_id: str, *, seed: int) -> None:
+        """One engine of the run's policy; `seed` is this engine's (each actor gets its own)."""
         self.cfg = cfg
         self.actor_id = actor_id
         self.policy_version = 0
-        devices.require(device, actor_id)
-        args = engine_args(cfg, model_path, dtype, seed, device)
+        devices.require(run.device, actor_id)
+        args = engine_args(cfg, run.model_path, run.dtype, seed, run.device)
         # vLLM applies VLLM_LOGGING_LEVEL once its logging is set up; records logged while it
         # imports would reach Python's last-resort handler first.
         logging.getLogger("vllm").setLevel(os.environ.get("VLLM_LOGGING_LEVEL", "INFO"))
@@ -102,12 +103,17 @@ class RolloutWorker:
         from ray.util.metrics import Gauge
 
         # Per-engine throughput in the Ray dashboard (the driver exports the step-level metrics).
-        self._tokens_per_s = Gauge("swe_rl_actor_gen_tokens_per_s", description="tokens/s of the last generate call",
-                                   tag_keys=("actor_id",))
+        self._tokens_per_s = Gauge(
+            "swe_rl_actor_gen_tokens_per_s", description="tokens/s of the last generate call", tag_keys=("actor_id",)
+        )
 
     def ready(self) -> dict[str, Any]:
-        return {"actor_id": self.actor_id, "startup_s": self.startup_s, "pid": os.getpid(),
-                "policy_version": self.policy_version}
+        return {
+            "actor_id": self.actor_id,
+            "startup_s": self.startup_s,
+            "pid": os.getpid(),
+            "policy_version": self.policy_version,
+        }
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         from vllm import SamplingParams
@@ -115,7 +121,9 @@ class RolloutWorker:
 
         params = [self._sampling(r, SamplingParams) for r in requests]
         start = time.perf_counter()
-        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=r.prompt_ids) for r in requests], params, use_tqdm=False)
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=r.prompt_ids) for r in requests], params, use_tqdm=False
+        )
         seconds = time.perf_counter() - start
         results = []
         for req, out in zip(requests, outputs, strict=True):
@@ -128,9 +136,15 @@ class RolloutWorker:
     def _sampling(self, r: GenerationRequest, sampling_params: Any) -> Any:
         temperature = self.cfg.temperature if r.temperature is None else r.temperature
         greedy = temperature == 0.0  # nucleus and top-k mean nothing for the argmax
-        return sampling_params(n=r.n, temperature=temperature, top_p=1.0 if greedy else self.cfg.top_p,
-                               top_k=0 if greedy else self.cfg.top_k, max_tokens=self.cfg.max_new_tokens,
-                               logprobs=0, seed=r.seed)
+        return sampling_params(
+            n=r.n,
+            temperature=temperature,
+            top_p=1.0 if greedy else self.cfg.top_p,
+            top_k=0 if greedy else self.cfg.top_k,
+            max_tokens=self.cfg.max_new_tokens,
+            logprobs=0,
+            seed=r.seed,
+        )
 
     @staticmethod
     def _completion(c: Any) -> Completion:
@@ -145,8 +159,11 @@ class RolloutWorker:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        out = self.llm.generate([TokensPrompt(prompt_token_ids=token_ids)],
-                                SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0), use_tqdm=False)[0]
+        out = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=token_ids)],
+            SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0),
+            use_tqdm=False,
+        )[0]
         return [float(step[tok].logprob) for step, tok in zip(out.prompt_logprobs[1:], token_ids[1:], strict=True)]
 
     # -- weights (learner/transport/) -----------------------------------------------------------
@@ -155,7 +172,9 @@ class RolloutWorker:
         """Every TP worker of the engine joins the transport's group as first_rank + its TP rank."""
         self.llm.collective_rpc("weights_join", args=(transport, spec, first_rank))
 
-    def receive_weights(self, transport: type[WeightTransport], plan: list[Bucket], shipment: Shipment) -> dict[str, Any]:
+    def receive_weights(
+        self, transport: type[WeightTransport], plan: list[Bucket], shipment: Shipment
+    ) -> dict[str, Any]:
         """Load one full set of weights from `transport` (a non-rendezvous transport's shipment
         arrives resolved by Ray: this call starts once the sender has sent)."""
         start = time.perf_counter()
@@ -163,8 +182,12 @@ class RolloutWorker:
         # Cached KV blocks were computed with the old weights: a prefix hit would mix policies.
         self.llm.reset_prefix_cache()
         self.policy_version = shipment.version
-        return {"actor_id": self.actor_id, "tensors": counts[0], "seconds": time.perf_counter() - start,
-                "policy_version": shipment.version}
+        return {
+            "actor_id": self.actor_id,
+            "tensors": counts[0],
+            "seconds": time.perf_counter() - start,
+            "policy_version": shipment.version,
+        }
 
     def weight_digests(self) -> list[str]:
         """Content hash of each bucket of the last load (identical whatever the transport)."""

@@ -29,8 +29,9 @@ from learner.checkpoint import Checkpoint
 log = logging.getLogger(__name__)
 
 
-def step_metrics(groups: Sequence[Group], rewards: torch.Tensor, policy_version: int,
-                 seconds: dict[str, float], sync_bytes: int) -> dict[str, Any]:
+def step_metrics(
+    groups: Sequence[Group], rewards: torch.Tensor, policy_version: int, seconds: dict[str, float], sync_bytes: int
+) -> dict[str, Any]:
     """The step's rollout statistics: rewards over the policy's own samples (oracle samples
     excluded), signal, lengths, staleness, throughput."""
     policy = torch.tensor([c.finish_reason != "oracle" for g in groups for c in g.completions])
@@ -71,10 +72,16 @@ class RunLog:
         logged = self.logged_steps()
         self.rerun = {s for s in logged if s > (ckpt.step if ckpt else 0)}
         if self.rerun:
-            log.info("[resume] steps %d-%d were logged after the last checkpoint; they run again and their "
-                     "metrics lines are marked rerun", min(self.rerun), max(self.rerun))
+            log.info(
+                "[resume] steps %d-%d were logged after the last checkpoint; they run again and their "
+                "metrics lines are marked rerun",
+                min(self.rerun),
+                max(self.rerun),
+            )
         if ckpt is not None:
-            log.info("[resume] from %s (step %d, policy_version %d)", ckpt.path, ckpt.step, ckpt.state["policy_version"])
+            log.info(
+                "[resume] from %s (step %d, policy_version %d)", ckpt.path, ckpt.step, ckpt.state["policy_version"]
+            )
             if ckpt.state.get("metrics") and ckpt.step not in logged:
                 self._append(ckpt.state["metrics"])
 
@@ -85,10 +92,23 @@ class RunLog:
         self._append(metrics)
         self.telemetry.record(metrics)
         m = metrics
-        log.info("[step %d/%d] v%d reward %+.3f (std %.3f, format errors %.0f%%) loss %+.4f | generate %.1fs "
-                 "(%.0f tok/s) reward %.1fs train %.1fs sync %.1fs step %.1fs", m["step"], self.steps,
-                 m["policy_version"], m["reward_mean"], m["reward_std"], 100 * m["format_error_rate"], m["loss"],
-                 m["generate_s"], m["gen_tokens_per_s"], m["reward_s"], m["train_s"], m["sync_s"], m["step_s"])
+        log.info(
+            "[step %d/%d] v%d reward %+.3f (std %.3f, format errors %.0f%%) loss %+.4f | generate %.1fs "
+            "(%.0f tok/s) reward %.1fs train %.1fs sync %.1fs step %.1fs",
+            m["step"],
+            self.steps,
+            m["policy_version"],
+            m["reward_mean"],
+            m["reward_std"],
+            100 * m["format_error_rate"],
+            m["loss"],
+            m["generate_s"],
+            m["gen_tokens_per_s"],
+            m["reward_s"],
+            m["train_s"],
+            m["sync_s"],
+            m["step_s"],
+        )
 
     def _append(self, metrics: dict[str, Any]) -> None:
         with open(self.metrics_path, "a") as f:
@@ -106,12 +126,24 @@ class RunLog:
             for g in groups:
                 for j, c in enumerate(g.completions):
                     s = next(rows)
-                    f.write(json.dumps({
-                        "rollout_id": s.rollout_id, "instance_id": g.item.instance_id, "sample": j,
-                        "policy_version": None if c.finish_reason == "oracle" else g.policy_version,
-                        "actor_id": g.actor_id, "finish_reason": c.finish_reason,
-                        "prompt_tokens": len(g.item.prompt_ids), "completion_tokens": len(c.token_ids),
-                        "reward": s.result.reward, "error": s.result.error, "text": c.text}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "rollout_id": s.rollout_id,
+                                "instance_id": g.item.instance_id,
+                                "sample": j,
+                                "policy_version": None if c.finish_reason == "oracle" else g.policy_version,
+                                "actor_id": g.actor_id,
+                                "finish_reason": c.finish_reason,
+                                "prompt_tokens": len(g.item.prompt_ids),
+                                "completion_tokens": len(c.token_ids),
+                                "reward": s.result.reward,
+                                "error": s.result.error,
+                                "text": c.text,
+                            }
+                        )
+                        + "\n"
+                    )
 
     def finish(self, step: int) -> None:
         log.info("[done] %d steps; Hugging Face export in %s", step, self.run_dir / "hf")

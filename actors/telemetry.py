@@ -25,6 +25,7 @@ class Telemetry:
                 continue
             gauge = self._gauges.get(key)
             if gauge is None:
-                gauge = self._gauges[key] = Gauge(f"swe_rl_{key}", description=f"metrics.jsonl field {key}",
-                                                  tag_keys=("run",))
+                gauge = self._gauges[key] = Gauge(
+                    f"swe_rl_{key}", description=f"metrics.jsonl field {key}", tag_keys=("run",)
+                )
             gauge.set(float(value), tags={"run": self.run})

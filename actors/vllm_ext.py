@@ -36,6 +36,7 @@ class WeightSyncExtension:
 
     model_runner: Any
     rank: int
+    device: Any
     _transports: TransportCache | None = None
     _digests: list[str] | None = None
 
@@ -60,8 +61,9 @@ class WeightSyncExtension:
     def _load_device(self) -> torch.device:
         return torch.device(self.device) if getattr(self, "device", None) is not None else torch.device("cpu")
 
-    def _digested(self, plan: list[Bucket], weights: Iterable[tuple[str, torch.Tensor]]
-                  ) -> Iterator[tuple[str, torch.Tensor]]:
+    def _digested(
+        self, plan: list[Bucket], weights: Iterable[tuple[str, torch.Tensor]]
+    ) -> Iterator[tuple[str, torch.Tensor]]:
         """Pass the tensors through, hashing each bucket's slots in order (= the bucket's buffer)."""
         self._digests = []
         bucket_of = {slot.name: i for i, bucket in enumerate(plan) for slot in bucket.slots}

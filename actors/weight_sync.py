@@ -47,7 +47,7 @@ class WeightSync:
             check.before_sync()
         if self.rendezvous and fleet.needs_group():
             spec = self.learner.prepare_weights(self.transport, 1 + fleet.engine_ranks_per_actor * len(fleet.live))
-            joins = [self.learner.join_weights(self.transport, spec)] + fleet.join_group(self.transport, spec)
+            joins = [self.learner.join_weights(self.transport, spec), *fleet.join_group(self.transport, spec)]
             fleet.wait(joins, "sync (group formation)", dispatch=False)
         sends = self.learner.send_weights(self.transport)
         shipment = Shipment(version) if self.rendezvous else sends[0]
@@ -57,8 +57,9 @@ class WeightSync:
         senders = sends if self.rendezvous else sends[1:]
         reports = fleet.wait(receives + senders, "sync", dispatch=False)[: len(receives)]
         if any(r["policy_version"] != version for r in reports):
-            raise RuntimeError(f"weight sync: engines report {[r['policy_version'] for r in reports]}, "
-                               f"expected {version}")
+            raise RuntimeError(
+                f"weight sync: engines report {[r['policy_version'] for r in reports]}, expected {version}"
+            )
         if check is not None:
             check.after_sync()
         return reports

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from data.prompt import build_messages, encode_prompt  # noqa: E402
-from data.schema import dict_to_files  # noqa: E402
+from data.schema import Instance  # noqa: E402
 from learner.batch import snake_order  # noqa: E402
 from reward import score_output  # noqa: E402
 
@@ -107,10 +107,12 @@ class Measured:
 
 # -- measured here ---------------------------------------------------------------------------
 
+
 def _bench_reward_module(data: Path):  # bench/reward.py builds model-like answers from real data
     spec = importlib.util.spec_from_file_location("bench_reward", ROOT / "bench" / "reward.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    spec.loader.exec_module(module)
     return module
 
 
@@ -125,8 +127,19 @@ def measure(data: Path) -> Measured | None:
 
     tokenizer = AutoTokenizer.from_pretrained(resolve(ModelConfig()))  # SmolLM2's, Llama-3-like BPE
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    prompts = [len(encode_prompt(tokenizer, build_messages(
-        {"problem_statement": r["problem_statement"], "code_context": dict_to_files(r["code_context"])}))) for r in rows]
+    prompts = [
+        len(
+            encode_prompt(
+                tokenizer,
+                build_messages(
+                    Instance(
+                        r["instance_id"], "psf/requests", "", r["problem_statement"], "", None, r["code_context"], {}
+                    )
+                ),
+            )
+        )
+        for r in rows
+    ]
     cases = _bench_reward_module(data).output_cases(data)
     start = time.perf_counter()
     for _, (context, oracle, output) in cases:
@@ -136,6 +149,7 @@ def measure(data: Path) -> Measured | None:
 
 
 # -- the model -------------------------------------------------------------------------------
+
 
 def step_lengths(m: Measured, a: Assumed, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Prompt and completion tokens of one step's rollouts, [prompts, group] each."""
@@ -162,10 +176,14 @@ def engine_seconds(prompt: np.ndarray, completion: np.ndarray, tp: int, p: Publi
     return float(seconds + (np.maximum(memory_s, compute_s) + comm_s + a.step_overhead_s).sum())
 
 
-def generate_seconds(prompt: np.ndarray, completion: np.ndarray, engines: int, tp: int, p: Published, a: Assumed) -> float:
+def generate_seconds(
+    prompt: np.ndarray, completion: np.ndarray, engines: int, tp: int, p: Published, a: Assumed
+) -> float:
     busy = min(engines, len(prompt))
     per = -(-len(prompt) // busy)
-    return max(engine_seconds(prompt[i:i + per], completion[i:i + per], tp, p, a) for i in range(0, len(prompt), per))
+    return max(
+        engine_seconds(prompt[i : i + per], completion[i : i + per], tp, p, a) for i in range(0, len(prompt), per)
+    )
 
 
 def max_micro_batch(ranks: int, rows: int, p: Published, a: Assumed) -> int:
@@ -181,21 +199,31 @@ def lockstep_seconds(lengths: np.ndarray, ranks: int, mb: int, p: Published, a: 
     """Ranks run micro-batch k together (ZeRO-3's gathers are collectives; shard() gives every
     rank the same count, padding with empty ones): the step is the sum over k of the slowest."""
     comm = 3 * p.weight_bytes / (p.efa_bytes_s_node / p.gpus_per_node * a.net_eff)
-    per_rank = [[lengths[idx[j:j + mb]] for j in range(0, len(idx), mb)] for idx in snake_order(lengths.tolist(), ranks)]
+    per_rank = [
+        [lengths[idx[j : j + mb]] for j in range(0, len(idx), mb)] for idx in snake_order(lengths.tolist(), ranks)
+    ]
     total = 0.0
     for k in range(max(len(r) for r in per_rank)):
-        flops = max((8 * p.params * len(seqs) * seqs.max() + sum(8 * p.layers * p.d_model * int(n) ** 2 for n in seqs))
-                    for r in per_rank if k < len(r) for seqs in [r[k]])
+        flops = max(
+            (8 * p.params * len(seqs) * seqs.max() + sum(8 * p.layers * p.d_model * int(n) ** 2 for n in seqs))
+            for r in per_rank
+            if k < len(r)
+            for seqs in [r[k]]
+        )
         total += max(comm, flops / (p.peak_flops * a.train_mfu) + (1 - a.zero3_overlap) * comm)
     return total
 
 
-def train_seconds(prompt: np.ndarray, completion: np.ndarray, ranks: int, p: Published, a: Assumed) -> tuple[float, int]:
+def train_seconds(
+    prompt: np.ndarray, completion: np.ndarray, ranks: int, p: Published, a: Assumed
+) -> tuple[float, int]:
     """The fastest micro-batch size that fits (larger ones pad to their longest row but gather
     the weights fewer times); (inf, 0) when not even one sequence fits."""
     lengths = (prompt + completion).reshape(-1)
-    keep = lengths[: int(round(len(lengths) * (1 - a.zero_adv_frac)))]
-    options = [(lockstep_seconds(keep, ranks, mb, p, a), mb) for mb in range(1, max_micro_batch(ranks, len(keep), p, a) + 1)]
+    keep = lengths[: round(len(lengths) * (1 - a.zero_adv_frac))]
+    options = [
+        (lockstep_seconds(keep, ranks, mb, p, a), mb) for mb in range(1, max_micro_batch(ranks, len(keep), p, a) + 1)
+    ]
     return min(options) if options else (float("inf"), 0)
 
 
@@ -232,44 +260,68 @@ def sweep(m: Measured, p: Published, a: Assumed, total: int = 512) -> list[Row]:
         for rollout_gpus in range(64, total, 64):
             engines, learner = rollout_gpus // tp, total - rollout_gpus
             train, mb = train_seconds(prompt, completion, learner, p, a)
-            rows.append(Row(rollout_gpus, tp, engines, learner, mb,
-                            generate_seconds(prompt, completion, engines, tp, p, a), train,
-                            sync_seconds(p, a), reward_seconds(m, a)))
+            rows.append(
+                Row(
+                    rollout_gpus,
+                    tp,
+                    engines,
+                    learner,
+                    mb,
+                    generate_seconds(prompt, completion, engines, tp, p, a),
+                    train,
+                    sync_seconds(p, a),
+                    reward_seconds(m, a),
+                )
+            )
     return rows
 
 
 # -- report ------------------------------------------------------------------------------------
 
+
 def print_table(rows: list[Row], p: Published) -> Row:
     best = min(rows, key=lambda r: r.step)
     print("ESTIMATED seconds per step (sync mode) for each split of 512 GPUs:")
-    print(" rollout GPUs  TP  engines | learner GPUs  micro-batch | generate  reward   train    sync |   step  vs paper")
+    print(
+        " rollout GPUs  TP  engines | learner GPUs  micro-batch | generate  reward   train    sync |   step  vs paper"
+    )
     for r in sorted(rows, key=lambda r: (r.tp, r.rollout_gpus)):
         mark = "  <- best" if r is best else ""
         train = f"{r.train:7.1f}" if r.micro_batch else "  (OOM)"
         step = f"{r.step:6.1f}  {r.step / p.paper_step_s:5.2f}x" if r.micro_batch else "     -       -"
-        print(f" {r.rollout_gpus:12d} {r.tp:3d} {r.engines:8d} | {r.learner_gpus:12d} {r.micro_batch:12d} | "
-              f"{r.generate:8.1f} {r.reward:7.2f} {train} {r.sync:7.1f} | {step}{mark}")
+        print(
+            f" {r.rollout_gpus:12d} {r.tp:3d} {r.engines:8d} | {r.learner_gpus:12d} {r.micro_batch:12d} | "
+            f"{r.generate:8.1f} {r.reward:7.2f} {train} {r.sync:7.1f} | {step}{mark}"
+        )
     return best
 
 
 def sensitivity(m: Measured, p: Published, a: Assumed) -> None:
-    print("\nSensitivity: the best split when one assumption changes, and the preset's split "
-          f"({PRESET[0]} rollout GPUs at TP {PRESET[1]}) under the same change (ESTIMATES):")
-    variants = [("as above", a), ("completion mean 1,000", replace(a, completion_mean=1000.0)),
-                ("completion mean 3,000", replace(a, completion_mean=3000.0)),
-                ("completion max 8,192", replace(a, completion_max=8192, max_prompt=8192)),
-                ("HBM efficiency 0.4", replace(a, hbm_eff=0.4)), ("HBM efficiency 0.8", replace(a, hbm_eff=0.8)),
-                ("train MFU 0.25", replace(a, train_mfu=0.25)), ("train MFU 0.55", replace(a, train_mfu=0.55)),
-                ("no ZeRO-3 overlap", replace(a, zero3_overlap=0.0)),
-                ("half the rows zero-advantage", replace(a, zero_adv_frac=0.5))]
+    print(
+        "\nSensitivity: the best split when one assumption changes, and the preset's split "
+        f"({PRESET[0]} rollout GPUs at TP {PRESET[1]}) under the same change (ESTIMATES):"
+    )
+    variants = [
+        ("as above", a),
+        ("completion mean 1,000", replace(a, completion_mean=1000.0)),
+        ("completion mean 3,000", replace(a, completion_mean=3000.0)),
+        ("completion max 8,192", replace(a, completion_max=8192, max_prompt=8192)),
+        ("HBM efficiency 0.4", replace(a, hbm_eff=0.4)),
+        ("HBM efficiency 0.8", replace(a, hbm_eff=0.8)),
+        ("train MFU 0.25", replace(a, train_mfu=0.25)),
+        ("train MFU 0.55", replace(a, train_mfu=0.55)),
+        ("no ZeRO-3 overlap", replace(a, zero3_overlap=0.0)),
+        ("half the rows zero-advantage", replace(a, zero_adv_frac=0.5)),
+    ]
     for name, variant in variants:
         rows = sweep(m, p, variant)
         best = min(rows, key=lambda r: r.step)
         preset = next(r for r in rows if (r.rollout_gpus, r.tp) == PRESET)
-        print(f"  {name:30s} best: {best.rollout_gpus:3d} rollout GPUs (TP {best.tp}) + {best.learner_gpus:3d} learner "
-              f"-> {best.step:5.1f} s/step (generate {best.generate:.0f}, train {best.train:.0f}, sync {best.sync:.0f}); "
-              f"preset {preset.step:5.1f} s")
+        print(
+            f"  {name:30s} best: {best.rollout_gpus:3d} rollout GPUs (TP {best.tp}) + {best.learner_gpus:3d} learner "
+            f"-> {best.step:5.1f} s/step (generate {best.generate:.0f}, train {best.train:.0f}, sync {best.sync:.0f}); "
+            f"preset {preset.step:5.1f} s"
+        )
 
 
 def main() -> int:
@@ -280,15 +332,25 @@ def main() -> int:
     m = measure(args.data)
     if m is None:
         m = Measured([6000], 0.01, f"ASSUMED (no {args.data}/requests_lite.jsonl): 6,000-token prompts, 10 ms/rollout")
-    print(f"PUBLISHED: H100 {p.peak_flops / 1e12:.0f} TFLOP/s bf16, HBM {p.hbm_bytes_s / 1e12:.2f} TB/s, "
-          f"EFA {p.efa_bytes_s_node / GB:.0f} GB/s per node; 70B: {p.weight_bytes / GB:.0f} GB bf16, "
-          f"KV {p.kv_bytes_per_token / 2**20:.2f} MiB/token; paper {p.paper_step_s:.0f} s/step")
-    print(f"MEASURED here ({m.source}): prompt tokens mean {statistics.mean(m.prompt_tokens):,.0f}, "
-          f"max {max(m.prompt_tokens):,} (SmolLM2 tokenizer); reward {m.reward_s * 1e3:.1f} ms CPU per rollout")
-    print("ASSUMED: " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in asdict(a).items()) + "\n")
+    print(
+        f"PUBLISHED: H100 {p.peak_flops / 1e12:.0f} TFLOP/s bf16, HBM {p.hbm_bytes_s / 1e12:.2f} TB/s, "
+        f"EFA {p.efa_bytes_s_node / GB:.0f} GB/s per node; 70B: {p.weight_bytes / GB:.0f} GB bf16, "
+        f"KV {p.kv_bytes_per_token / 2**20:.2f} MiB/token; paper {p.paper_step_s:.0f} s/step"
+    )
+    print(
+        f"MEASURED here ({m.source}): prompt tokens mean {statistics.mean(m.prompt_tokens):,.0f}, "
+        f"max {max(m.prompt_tokens):,} (SmolLM2 tokenizer); reward {m.reward_s * 1e3:.1f} ms CPU per rollout"
+    )
+    print(
+        "ASSUMED: "
+        + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in asdict(a).items())
+        + "\n"
+    )
     best = print_table(sweep(m, p, a), p)
-    print(f"\nBest split (ESTIMATE): {best.rollout_gpus} rollout GPUs as {best.engines} engines of TP {best.tp}, "
-          f"{best.learner_gpus} learner ranks: {best.step:.0f} s per step against the paper's ~{p.paper_step_s:.0f} s.")
+    print(
+        f"\nBest split (ESTIMATE): {best.rollout_gpus} rollout GPUs as {best.engines} engines of TP {best.tp}, "
+        f"{best.learner_gpus} learner ranks: {best.step:.0f} s per step against the paper's ~{p.paper_step_s:.0f} s."
+    )
     sensitivity(m, p, a)
     return 0
 

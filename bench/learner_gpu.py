@@ -31,8 +31,9 @@ import math
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -45,10 +46,22 @@ from learner.logprobs import completion_logprobs  # noqa: E402
 
 CLIP_EPS = 0.2
 # The default shape: a Llama with 24 layers of width 1024 and a Llama-3 vocabulary.
-FULL = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, num_key_value_heads=16,
-            intermediate_size=4096, vocab_size=128256)
-TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
-            intermediate_size=128, vocab_size=512)
+FULL = dict(
+    hidden_size=1024,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    num_key_value_heads=16,
+    intermediate_size=4096,
+    vocab_size=128256,
+)
+TINY = dict(
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    intermediate_size=128,
+    vocab_size=512,
+)
 
 
 def sync(device: torch.device) -> None:
@@ -73,8 +86,13 @@ def build_model(shape: dict[str, int], device: torch.device, dtype: torch.dtype,
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(**shape, tie_word_embeddings=True, max_position_embeddings=max(4096, seq_len),
-                      rms_norm_eps=1e-5, attn_implementation="sdpa")
+    cfg = LlamaConfig(
+        **shape,
+        tie_word_embeddings=True,
+        max_position_embeddings=max(4096, seq_len),
+        rms_norm_eps=1e-5,
+        attn_implementation="sdpa",
+    )
     return LlamaForCausalLM(cfg).to(device=device, dtype=dtype).train()
 
 
@@ -82,22 +100,40 @@ def make_rows(vocab: int, rows: int, seq_len: int, completion_len: int, seed: in
     """Rows of random tokens with random advantages; logprobs_old are filled in later."""
     g = torch.Generator().manual_seed(seed)
     prompt_len = seq_len - completion_len
-    return [TrainSample(torch.randint(0, vocab, (prompt_len,), generator=g).tolist(),
-                        torch.randint(0, vocab, (completion_len,), generator=g).tolist(), None,
-                        float(torch.randn(1, generator=g))) for _ in range(rows)]
+    return [
+        TrainSample(
+            torch.randint(0, vocab, (prompt_len,), generator=g).tolist(),
+            torch.randint(0, vocab, (completion_len,), generator=g).tolist(),
+            None,
+            float(torch.randn(1, generator=g)),
+        )
+        for _ in range(rows)
+    ]
 
 
 def to_tensors(rows: list[TrainSample], device: torch.device) -> dict[str, torch.Tensor]:
     mb = collate(rows, pad_id=0)
-    return {k: torch.as_tensor(getattr(mb, k)).to(device) for k in
-            ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")}
+    return {
+        k: torch.as_tensor(getattr(mb, k)).to(device)
+        for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")
+    }
 
 
 def project_loss(model: torch.nn.Module, t: dict[str, torch.Tensor], chunk: int, num_tokens: float) -> torch.Tensor:
-    lp, _ = completion_logprobs(model, t["input_ids"], t["attention_mask"], t["prompt_lens"],
-                                t["completion_mask"].shape[1], chunk_tokens=chunk)
-    loss, _ = grpo.policy_loss(lp, t["logprobs_old"], None, t["advantages"], t["completion_mask"], clip_eps=CLIP_EPS,
-                               kl_coef=0.0, aggregation="token_mean", num_tokens=num_tokens)
+    lp, _ = completion_logprobs(
+        model, t["input_ids"], t["attention_mask"], t["prompt_lens"], t["completion_mask"].shape[1], chunk_tokens=chunk
+    )
+    loss, _ = grpo.policy_loss(
+        lp,
+        t["logprobs_old"],
+        None,
+        t["advantages"],
+        t["completion_mask"],
+        clip_eps=CLIP_EPS,
+        kl_coef=0.0,
+        aggregation="token_mean",
+        num_tokens=num_tokens,
+    )
     return loss
 
 
@@ -118,13 +154,16 @@ LOSSES: dict[str, Callable[..., torch.Tensor]] = {"plain": plain_loss, "project"
 
 
 @torch.no_grad()
-def fill_old_logprobs(model: torch.nn.Module, rows: list[TrainSample], device: torch.device, chunk: int) -> list[TrainSample]:
+def fill_old_logprobs(
+    model: torch.nn.Module, rows: list[TrainSample], device: torch.device, chunk: int
+) -> list[TrainSample]:
     """Behaviour logprobs = the model's own plus noise, so ratios move around 1 and some clip."""
     out = []
     for i, r in enumerate(rows):
         t = to_tensors([r], device)
-        lp, _ = completion_logprobs(model, t["input_ids"], t["attention_mask"], t["prompt_lens"], len(r.completion_ids),
-                                    chunk_tokens=chunk)
+        lp, _ = completion_logprobs(
+            model, t["input_ids"], t["attention_mask"], t["prompt_lens"], len(r.completion_ids), chunk_tokens=chunk
+        )
         noise = 0.1 * torch.randn(lp.shape, generator=torch.Generator().manual_seed(i)).to(device)
         out.append(TrainSample(r.prompt_ids, r.completion_ids, (lp.float() + noise)[0].cpu().tolist(), r.advantage))
     return out
@@ -149,8 +188,16 @@ def check_paths_agree(model: torch.nn.Module, t: dict[str, torch.Tensor], chunk:
     return report
 
 
-def time_path(model: torch.nn.Module, opt: torch.optim.Optimizer, micro: list[dict[str, torch.Tensor]], loss_fn: Callable,
-              chunk: int, steps: int, warmup: int, device: torch.device) -> dict[str, Any]:
+def time_path(
+    model: torch.nn.Module,
+    opt: torch.optim.Optimizer,
+    micro: list[dict[str, torch.Tensor]],
+    loss_fn: Callable,
+    chunk: int,
+    steps: int,
+    warmup: int,
+    device: torch.device,
+) -> dict[str, Any]:
     """Optimizer steps over all micro-batches (gradient accumulation); median seconds per step."""
     num_tokens = float(sum(t["completion_mask"].sum() for t in micro))
     if device.type == "cuda":
@@ -178,17 +225,31 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows, seq_len, comp_len = (4, 48, 32) if args.tiny else (args.rows, args.seq_len, args.completion_len)
     if args.tiny:
         args.chunk = 8  # several chunks, so the chunked path is the one checked
-    peak = matmul_tflops(device, dtype if device.type == "cuda" else torch.float32, 512 if args.tiny else 8192,
-                         3 if args.tiny else 50)
+    peak = matmul_tflops(
+        device, dtype if device.type == "cuda" else torch.float32, 512 if args.tiny else 8192, 3 if args.tiny else 50
+    )
     model = build_model(shape, device, dtype, seq_len)
     params = sum(p.numel() for p in model.parameters())
-    print(f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}), {dtype}; "
-          f"measured matmul peak {peak:.3g} TFLOP/s")
-    print(f"model: Llama {shape}, tied embeddings: {params:,} parameters ({params / 1e9:.3f} B); "
-          f"batch {rows} x {seq_len} tokens ({comp_len} completion), chunk {args.chunk}")
+    print(
+        f"device {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else 'cpu'}), {dtype}; "
+        f"measured matmul peak {peak:.3g} TFLOP/s"
+    )
+    print(
+        f"model: Llama {shape}, tied embeddings: {params:,} parameters ({params / 1e9:.3f} B); "
+        f"batch {rows} x {seq_len} tokens ({comp_len} completion), chunk {args.chunk}"
+    )
     data = fill_old_logprobs(model, make_rows(shape["vocab_size"], rows, seq_len, comp_len, seed=0), device, args.chunk)
-    result: dict[str, Any] = {"device": str(device), "dtype": str(dtype), "params": params, "peak_tflops": peak,
-                              "rows": rows, "seq_len": seq_len, "completion_len": comp_len, "chunk": args.chunk, "runs": []}
+    result: dict[str, Any] = {
+        "device": str(device),
+        "dtype": str(dtype),
+        "params": params,
+        "peak_tflops": peak,
+        "rows": rows,
+        "seq_len": seq_len,
+        "completion_len": comp_len,
+        "chunk": args.chunk,
+        "runs": [],
+    }
     result["agreement"] = check_paths_agree(model, to_tensors(data[:2], device), args.chunk, strict=args.tiny)
     print(f"agreement on one micro-batch: {result['agreement']}")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=device.type == "cuda")
@@ -197,8 +258,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for name in ("plain", "project"):
             entry: dict[str, Any] = {"path": name, "micro_rows": micro_rows}
             try:
-                entry |= time_path(model, opt, micro, LOSSES[name], args.chunk, args.steps if not args.tiny else 2,
-                                   1 if args.tiny else args.warmup, device)
+                entry |= time_path(
+                    model,
+                    opt,
+                    micro,
+                    LOSSES[name],
+                    args.chunk,
+                    args.steps if not args.tiny else 2,
+                    1 if args.tiny else args.warmup,
+                    device,
+                )
                 tokens_s = rows * seq_len / entry["s_per_step"]
                 entry |= {"tokens_per_s": tokens_s, "mfu": 6 * params * tokens_s / (peak * 1e12)}
             except torch.cuda.OutOfMemoryError:  # (the name older torch releases also have)

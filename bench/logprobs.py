@@ -54,7 +54,11 @@ def load(model_dir: str, grad_ckpt: bool) -> torch.nn.Module:
 def make_batch(vocab: int, batch: int, prompt_len: int, completion_len: int) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (batch, prompt_len + completion_len), generator=g)
-    return {"input_ids": ids, "prompt_lens": torch.full((batch,), prompt_len), "mask": torch.ones(batch, completion_len)}
+    return {
+        "input_ids": ids,
+        "prompt_lens": torch.full((batch,), prompt_len),
+        "mask": torch.ones(batch, completion_len),
+    }
 
 
 def step(model: torch.nn.Module, b: dict[str, torch.Tensor], variant: str) -> torch.Tensor:
@@ -64,8 +68,9 @@ def step(model: torch.nn.Module, b: dict[str, torch.Tensor], variant: str) -> to
         lp = sequence_logprobs_reference(model, b["input_ids"], b["prompt_lens"], T)
     else:
         chunk = int(variant.split("=")[1])
-        lp, _ = completion_logprobs(model, b["input_ids"], torch.ones_like(b["input_ids"]), b["prompt_lens"], T,
-                                    chunk_tokens=chunk)
+        lp, _ = completion_logprobs(
+            model, b["input_ids"], torch.ones_like(b["input_ids"]), b["prompt_lens"], T, chunk_tokens=chunk
+        )
     ((lp * b["mask"]).sum() / b["mask"].sum()).backward()
     return lp.detach()
 
@@ -117,8 +122,10 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model_dir = args.model or models.resolve(ModelConfig())
-    print(f"model {model_dir}; batch {args.batch} x ({args.prompt_len} prompt + {args.completion_len} completion) "
-          f"tokens; float32, {args.threads} threads; forward + backward of the mean completion logprob")
+    print(
+        f"model {model_dir}; batch {args.batch} x ({args.prompt_len} prompt + {args.completion_len} completion) "
+        f"tokens; float32, {args.threads} threads; forward + backward of the mean completion logprob"
+    )
     for grad_ckpt in (False, True):
         compare(args, model_dir, grad_ckpt)
 

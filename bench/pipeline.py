@@ -27,14 +27,24 @@ PRESETS = {
     "smoke": ["experiment=smoke", "trainer.steps=4", "trainer.verify_sync=false"],
     # One oracle sample per group gives every group a reward spread, so the learner trains on
     # every row (otherwise SmolLM2's all -1 groups leave it nothing to do).
-    "default": ["trainer.steps=3", "trainer.prompts_per_step=1", "rollout.oracle_samples_per_group=1",
-                "rollout.max_new_tokens=256"],
+    "default": [
+        "trainer.steps=3",
+        "trainer.prompts_per_step=1",
+        "rollout.oracle_samples_per_group=1",
+        "rollout.max_new_tokens=256",
+    ],
 }
 
 
 def run(preset: str, mode: str, out: Path) -> list[dict]:
-    cmd = [sys.executable, str(REPO / "train.py"), *PRESETS[preset], f"trainer.mode={mode}", f"run_dir={out}",
-           "trainer.checkpoint_every=1000"]
+    cmd = [
+        sys.executable,
+        str(REPO / "train.py"),
+        *PRESETS[preset],
+        f"trainer.mode={mode}",
+        f"run_dir={out}",
+        "trainer.checkpoint_every=1000",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"{mode} run failed:\n{proc.stderr[-3000:]}")
@@ -52,8 +62,11 @@ def main() -> None:
     keys = ("step_s", "generate_s", "reward_s", "train_s", "sync_s")
     print(f"preset {preset}: mean over steps 2..{len(result['sync'])}")
     for mode, rows in result.items():
-        print(f"  {mode:5s} " + "  ".join(f"{k} {mean(rows, k):7.2f}" for k in keys)
-              + f"  staleness_max {max(r['staleness_max'] for r in rows)}")
+        print(
+            f"  {mode:5s} "
+            + "  ".join(f"{k} {mean(rows, k):7.2f}" for k in keys)
+            + f"  staleness_max {max(r['staleness_max'] for r in rows)}"
+        )
     sync_step, async_step = mean(result["sync"], "step_s"), mean(result["async"], "step_s")
     bound = max(mean(result["sync"], "generate_s"), mean(result["sync"], "train_s"))
     print(f"  ratio async/sync step time: {async_step / sync_step:.2f}")

@@ -31,14 +31,15 @@ import string
 import sys
 import time
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reward import OracleAnswerError, oracle_answer, score_output, score_patches  # noqa: E402
 from data.patching import PatchError, apply_patch  # noqa: E402
+from reward import OracleAnswerError, oracle_answer, score_output, score_patches  # noqa: E402
 from reward.patches import file_changes  # noqa: E402
 from reward.reference import reference_score_output, reference_score_patches  # noqa: E402
 from reward.similarity import SECONDS_PER_UNIT, diff_ratio, work_units  # noqa: E402
@@ -87,12 +88,16 @@ def speed_vs_stdlib(outputs: list[OutputCase], patches: list[tuple[str, str]]) -
     slow_o, want_o = timed(lambda: [reference_score_output(c, o, out) for _, (c, o, out) in outputs])
     fast_p, got_p = timed(lambda: [score_patches(g, p).reward for g, p in patches])
     slow_p, want_p = timed(lambda: [reference_score_patches([g], [p]) for g, p in patches])
-    mismatches = sum(abs(a - b) > 1e-12 for a, b in zip(got_o + got_p, want_o + want_p))
+    mismatches = sum(abs(a - b) > 1e-12 for a, b in zip(got_o + got_p, want_o + want_p, strict=True))
     print(f"(1) scorer vs standard library (same inputs, {mismatches} reward mismatches):")
-    print(f"    outputs, rules 1-5: {len(outputs)} outputs  project {fast_o:.3f} s  stdlib {slow_o:.3f} s  "
-          f"speed-up x{slow_o / fast_o:.1f}")
-    print(f"    patches, rule 6:    {len(patches)} pairs    project {fast_p:.3f} s  stdlib {slow_p:.3f} s  "
-          f"speed-up x{slow_p / fast_p:.1f}")
+    print(
+        f"    outputs, rules 1-5: {len(outputs)} outputs  project {fast_o:.3f} s  stdlib {slow_o:.3f} s  "
+        f"speed-up x{slow_o / fast_o:.1f}"
+    )
+    print(
+        f"    patches, rule 6:    {len(patches)} pairs    project {fast_p:.3f} s  stdlib {slow_p:.3f} s  "
+        f"speed-up x{slow_p / fast_p:.1f}"
+    )
     total = (slow_o + slow_p) / (fast_o + fast_p)
     print(f"    overall speed-up x{total:.1f}")
 
@@ -115,23 +120,31 @@ def calibration(patches: list[tuple[str, str]]) -> None:
     for size, alphabet in ((5_000, "ab"), (10_000, "ab"), (10_000, string.ascii_lowercase + " \n")):
         a, b = ("".join(rng.choice(alphabet) for _ in range(size)) for _ in range(2))
         synthetic.append(_seconds_per_unit(a, b))
-    print(f"(3) time cap: {len(real)} real pairs of >= 1e5 work units: slowest {max(real) * 1e9:.1f} ns/unit; "
-          f"random text: slowest {max(synthetic) * 1e9:.1f} ns/unit; SECONDS_PER_UNIT = {SECONDS_PER_UNIT * 1e9:.0f} ns")
+    print(
+        f"(3) time cap: {len(real)} real pairs of >= 1e5 work units: slowest {max(real) * 1e9:.1f} ns/unit; "
+        f"random text: slowest {max(synthetic) * 1e9:.1f} ns/unit; SECONDS_PER_UNIT = {SECONDS_PER_UNIT * 1e9:.0f} ns"
+    )
 
 
 def pool_scaling(outputs: list[OutputCase], num_jobs: int) -> None:
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # local benchmark: every socket on 127.0.0.1
     import ray
 
-    from actors.reward_pool import RewardInstance, RewardPool, ScoreJob
+    from actors.reward_pool import RewardPool, ScoreJob
     from conf.config import RewardConfig
+    from data.schema import Instance
 
-    instances = {row_id: RewardInstance(context, oracle) for row_id, (context, oracle, _) in outputs}
+    instances = {
+        row_id: Instance(row_id, "psf/requests", "", "", "", None, context, oracle)
+        for row_id, (context, oracle, _) in outputs
+    }
     jobs = [ScoreJob(f"r{i}", outputs[i % len(outputs)][0], outputs[i % len(outputs)][1][2]) for i in range(num_jobs)]
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     rates: dict[int, list[float]] = {1: [], 2: []}
     try:
-        pools = {workers: RewardPool(RewardConfig(num_workers=workers, num_cpus=0.5, batch_size=8)) for workers in (1, 2)}
+        pools = {
+            workers: RewardPool(RewardConfig(num_workers=workers, num_cpus=0.5, batch_size=8)) for workers in (1, 2)
+        }
         for pool in pools.values():
             pool.score(jobs[:64], instances)  # warm-up: imports, first object-store transfers
         for _ in range(3):  # alternate, so that a noisy moment does not favour one side
@@ -144,8 +157,10 @@ def pool_scaling(outputs: list[OutputCase], num_jobs: int) -> None:
     finally:
         ray.shutdown()
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
-    print(f"(2) reward pool, {num_jobs} rollouts in batches of 8 (median of 3): "
-          f"1 worker {one:.0f}/s, 2 workers {two:.0f}/s, ratio 2/1 = {two / one:.2f}")
+    print(
+        f"(2) reward pool, {num_jobs} rollouts in batches of 8 (median of 3): "
+        f"1 worker {one:.0f}/s, 2 workers {two:.0f}/s, ratio 2/1 = {two / one:.2f}"
+    )
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ Prints seconds, MB/s and the ratios ours/bare (goal: within 10%).
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
 import sys
 import time
@@ -21,23 +22,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ray  # noqa: E402
-import torch  # noqa: E402
+import ray
+import torch
 
-from actors.cluster import init_ray  # noqa: E402
-from actors.fleet import RolloutFleet  # noqa: E402
-from actors.weight_sync import WeightSync  # noqa: E402
-from conf.config import LearnerConfig, ModelConfig, RolloutConfig, TrainConfig  # noqa: E402
-from learner import models  # noqa: E402
-from learner.group import LearnerGroup  # noqa: E402
-from learner.transport import buckets, collective  # noqa: E402
+from actors.cluster import init_ray
+from actors.fleet import RolloutFleet
+from actors.weight_sync import WeightSync
+from conf.config import LearnerConfig, ModelConfig, RolloutConfig, TrainConfig
+from conf.runtime import Runtime
+from learner import models
+from learner.group import LearnerGroup
+from learner.transport import buckets, collective
 
 
 class BareRank:
     """A plain process in a gloo group: the baseline's sender or receiver."""
 
     def __init__(self) -> None:
-        self.listen = None
+        self.listen: socket.socket | None = None
 
     def reserve(self) -> tuple[str, int]:
         self.listen = collective.listen_socket("127.0.0.1")
@@ -85,8 +87,10 @@ def transfer_only(learner: LearnerGroup, plan: list[buckets.Bucket], receivers: 
     """The learner's packing and bucketed broadcast, received by plain processes (no engine load)."""
     ranks = [ray.remote(num_cpus=0)(BareRank).remote() for _ in range(receivers)]
     spec = learner.prepare_weights(collective.CollectiveTransport, receivers + 1)
-    ray.get([learner.join_weights(collective.CollectiveTransport, spec)]
-            + [r.join.remote(spec, i + 1) for i, r in enumerate(ranks)])
+    ray.get(
+        [learner.join_weights(collective.CollectiveTransport, spec)]
+        + [r.join.remote(spec, i + 1) for i, r in enumerate(ranks)]
+    )
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -105,27 +109,33 @@ def main() -> None:
     args = parser.parse_args()
     init_ray("", num_cpus=4, include_dashboard=False)
     path = models.resolve(ModelConfig(name=args.model))
-    learner = LearnerGroup(LearnerConfig(num_ranks=1, num_cpus_per_rank=0.5), model_path=path, dtype="float32",
-                           temperature=1.0, micro_batches=1, seed=0, timeout_s=600, device="cpu")
+    run = Runtime(path, "float32", 0, "cpu", timeout_s=600)
+    learner = LearnerGroup(LearnerConfig(num_ranks=1, num_cpus_per_rank=0.5), run, temperature=1.0, micro_batches=1)
     cfg = TrainConfig()
     cfg.trainer.sync_bucket_mb, cfg.trainer.phase_timeout_s = args.bucket_mb, 600
     weights = WeightSync(learner, cfg)
     plan = weights.plan
     numel = sum(b.numel for b in plan)
     mb = numel * 4 / 2**20
-    fleet = RolloutFleet(RolloutConfig(num_actors=1, num_cpus=0.5, max_new_tokens=8, kv_cache_gib=1), model_path=path,
-                         dtype="float32", seed=0, timeout_s=600, device="cpu", catch_up=weights.catch_up)
+    fleet = RolloutFleet(
+        RolloutConfig(num_actors=1, num_cpus=0.5, max_new_tokens=8, kv_cache_gib=1), run, catch_up=weights.catch_up
+    )
     fleet.wait_ready()
-    print(f"model {args.model}: {numel / 1e6:.1f}M parameters, {mb:.0f} MB float32, {len(plan)} buckets of <= {args.bucket_mb} MiB")
+    print(
+        f"model {args.model}: {numel / 1e6:.1f}M parameters, {mb:.0f} MB float32, "
+        f"{len(plan)} buckets of <= {args.bucket_mb} MiB"
+    )
     for actors in (1, 2):
         if actors == 2:
             fleet.add_actor()
         t_ours = ours(weights, fleet, args.repeats)
         t_transfer = transfer_only(learner, plan, actors, args.repeats)
         t_bare = bare_broadcast(numel, actors, args.repeats)
-        print(f"{actors} actor(s): ours {t_ours:.2f} s ({mb / t_ours:.0f} MB/s) | transfer only {t_transfer:.2f} s "
-              f"({mb / t_transfer:.0f} MB/s) | bare broadcast {t_bare:.2f} s ({mb / t_bare:.0f} MB/s) | "
-              f"ratio ours/bare {t_ours / t_bare:.2f}, transfer/bare {t_transfer / t_bare:.2f}")
+        print(
+            f"{actors} actor(s): ours {t_ours:.2f} s ({mb / t_ours:.0f} MB/s) | transfer only {t_transfer:.2f} s "
+            f"({mb / t_transfer:.0f} MB/s) | bare broadcast {t_bare:.2f} s ({mb / t_bare:.0f} MB/s) | "
+            f"ratio ours/bare {t_ours / t_bare:.2f}, transfer/bare {t_transfer / t_bare:.2f}"
+        )
     fleet.shutdown()
     learner.shutdown()
     ray.shutdown()

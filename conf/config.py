@@ -9,14 +9,20 @@ second defaults anywhere. `validate()` runs once at start-up and names the bad f
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from conf.errors import UserError
+from reward.similarity import DEFAULT_MAX_PAIR_SECONDS
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError, ValueError):
     """A config value is out of range; the message names the field and the accepted values."""
 
 
@@ -44,6 +50,9 @@ class DataConfig:
     heldout_fraction: float = 0.0
     # Prompts longer than this many tokens (chat template included) are dropped and counted.
     max_prompt_tokens: int = 3072
+    # A data directory must hold a `_manifest.json` (written by `python -m data.build`) listing
+    # exactly its shards; false accepts a hand-made directory of shards.
+    require_manifest: bool = True
 
 
 @dataclass
@@ -97,7 +106,7 @@ class RewardConfig:
     batch_size: int = 8
     # A (predicted, oracle) diff pair whose similarity would take longer than this is scored 0
     # with reason "timeout" and counted (SequenceMatcher is quadratic in the diff size).
-    max_pair_seconds: float = 10.0
+    max_pair_seconds: float = DEFAULT_MAX_PAIR_SECONDS
     # A remote scoring call that takes longer than this is treated as a dead actor.
     call_timeout_s: float = 600.0
 
@@ -167,6 +176,9 @@ class TrainerConfig:
     max_staleness: int = 1
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
+    # Checkpoints kept (the newest ones): a damaged newest one is skipped on resume for the one
+    # before it, so keep at least 2 unless disk is short.
+    keep_checkpoints: int = 2
     # How weights reach the engines, a name registered in learner/transport/: "collective" (a
     # gloo/NCCL broadcast group with the engines), "object_store" (through Ray's object store).
     weight_transport: str = "collective"
@@ -181,7 +193,7 @@ class TrainerConfig:
     verify_sync: bool = False
     # Show the composed config and third-party INFO logs (vLLM, DeepSpeed, Ray) on the console;
     # off, a run prints its set-up lines and one line per step (the config is always saved in
-    # <run_dir>/.hydra/config.yaml).
+    # <run_dir>/config.yaml).
     verbose: bool = False
     # Seconds any one phase (generate, reward, train, sync) may take before the run stops
     # with an error naming the phase and the actor.
@@ -253,9 +265,19 @@ def validate(cfg: TrainConfig) -> None:
     for key, allowed in (_CHOICES | _registered()).items():
         if _get(cfg, key) not in allowed:
             raise ConfigError(f"{key}={_get(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
-    positive = ["group_size", "trainer.steps", "trainer.prompts_per_step", "rollout.num_actors",
-                "reward.num_workers", "reward.batch_size", "learner.num_ranks", "learner.micro_batch_size",
-                "rollout.max_new_tokens", "trainer.checkpoint_every"]
+    positive = [
+        "group_size",
+        "trainer.steps",
+        "trainer.prompts_per_step",
+        "rollout.num_actors",
+        "reward.num_workers",
+        "reward.batch_size",
+        "learner.num_ranks",
+        "learner.micro_batch_size",
+        "rollout.max_new_tokens",
+        "trainer.checkpoint_every",
+        "trainer.keep_checkpoints",
+    ]
     for key in positive:
         if _get(cfg, key) < 1:
             raise ConfigError(f"{key}={_get(cfg, key)!r}: must be >= 1")
@@ -263,7 +285,8 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"group_size={cfg.group_size}: GRPO needs at least 2 samples per group")
     if not 0 <= cfg.rollout.oracle_samples_per_group < cfg.group_size:
         raise ConfigError(
-            f"rollout.oracle_samples_per_group={cfg.rollout.oracle_samples_per_group}: must be in [0, group_size)")
+            f"rollout.oracle_samples_per_group={cfg.rollout.oracle_samples_per_group}: must be in [0, group_size)"
+        )
     if not 0.0 <= cfg.data.heldout_fraction < 1.0:
         raise ConfigError(f"data.heldout_fraction={cfg.data.heldout_fraction}: must be in [0, 1)")
     if cfg.rollout.temperature <= 0:
@@ -271,16 +294,30 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.data.max_prompt_tokens + cfg.rollout.max_new_tokens > cfg.rollout.max_model_len:
         raise ConfigError(
             f"data.max_prompt_tokens ({cfg.data.max_prompt_tokens}) + rollout.max_new_tokens "
-            f"({cfg.rollout.max_new_tokens}) must fit rollout.max_model_len ({cfg.rollout.max_model_len})")
+            f"({cfg.rollout.max_new_tokens}) must fit rollout.max_model_len ({cfg.rollout.max_model_len})"
+        )
     if cfg.trainer.mode == "async" and cfg.trainer.max_staleness < 1:
-        raise ConfigError(f"trainer.max_staleness={cfg.trainer.max_staleness}: async mode generates at least one "
-                          "step ahead, so it must be >= 1")
+        raise ConfigError(
+            f"trainer.max_staleness={cfg.trainer.max_staleness}: async mode generates at least one "
+            "step ahead, so it must be >= 1"
+        )
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.
-        raise ConfigError(f"rollout.num_gpus={cfg.rollout.num_gpus} and learner.num_gpus_per_rank="
-                          f"{cfg.learner.num_gpus_per_rank}: both > 0 (a GPU run) or both 0 (a CPU run)")
+        raise ConfigError(
+            f"rollout.num_gpus={cfg.rollout.num_gpus} and learner.num_gpus_per_rank="
+            f"{cfg.learner.num_gpus_per_rank}: both > 0 (a GPU run) or both 0 (a CPU run)"
+        )
+
+
+def prepare_run_dir(run_dir: str) -> Path:
+    """The run directory, created if needed; a ConfigError when the path is taken by a file."""
+    path = Path(run_dir).resolve()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"run_dir={run_dir!r}: is a file, not a directory")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def register() -> None:
@@ -288,8 +325,44 @@ def register() -> None:
     ConfigStore.instance().store(name="train_schema", node=TrainConfig)
 
 
+def schema_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """Every dotted key of the schema, e.g. "trainer.steps"."""
+    keys = []
+    for f in dataclasses.fields(cls):
+        sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
+        if isinstance(sub, type) and dataclasses.is_dataclass(sub):
+            keys += schema_keys(sub, f"{prefix}{f.name}.")
+        else:
+            keys.append(f"{prefix}{f.name}")
+    return keys
+
+
+def _given_keys(node: Any, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in node.items():
+        if isinstance(value, DictConfig):
+            out += _given_keys(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}")
+    return out
+
+
+def check_keys(cfg: DictConfig) -> None:
+    """Refuse keys the schema does not have. Hydra rejects `trainer.stepz=1` by itself, but
+    `+trainer.stepz=1` adds the key and the typed config silently drops it."""
+    known = schema_keys()
+    sections = {k.rsplit(".", 1)[0] for k in known if "." in k}
+    for key in _given_keys(cfg):
+        if key not in known and key not in sections:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ConfigError(f"{key}: not a config key (conf/config.py lists them all){hint}")
+
+
 def load(cfg: DictConfig | TrainConfig) -> TrainConfig:
     """Hydra's composed DictConfig -> the validated, typed TrainConfig the code reads."""
+    if isinstance(cfg, DictConfig):
+        check_keys(cfg)
     typed = cfg if isinstance(cfg, TrainConfig) else OmegaConf.to_object(cfg)
     assert isinstance(typed, TrainConfig)
     validate(typed)

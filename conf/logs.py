@@ -87,11 +87,13 @@ def actor_env(verbose: bool) -> dict[str, str]:
     """Environment of an actor's process that quiets the libraries inside it (none if verbose)."""
     if verbose:
         return {}
-    return {"VLLM_LOGGING_LEVEL": "ERROR",  # vLLM's INFO lines and CPU-build advisories
-            "TQDM_DISABLE": "1",  # weight loading and shard writing progress bars
-            "PYTHONWARNINGS": "ignore",  # third-party deprecation warnings
-            "TORCH_CPP_LOG_LEVEL": "ERROR",  # torch's C++ warnings (NUMA binding)
-            "TRANSFORMERS_VERBOSITY": "error"}
+    return {
+        "VLLM_LOGGING_LEVEL": "ERROR",  # vLLM's INFO lines and CPU-build advisories
+        "TQDM_DISABLE": "1",  # weight loading and shard writing progress bars
+        "PYTHONWARNINGS": "ignore",  # third-party deprecation warnings
+        "TORCH_CPP_LOG_LEVEL": "ERROR",  # torch's C++ warnings (NUMA binding)
+        "TRANSFORMERS_VERBOSITY": "error",
+    }
 
 
 def quiet_deepspeed(verbose: bool) -> None:

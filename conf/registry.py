@@ -16,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from conf.errors import UserError
+
 T = TypeVar("T")
 
 
-class RegistryError(KeyError):
+class RegistryError(UserError, KeyError):
     """An unknown or duplicate name; the message names it and the registered ones."""
 
     def __str__(self) -> str:  # KeyError quotes its message; this one is a sentence

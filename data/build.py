@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import sys
 import time
@@ -23,11 +24,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from conf.errors import UserError
 from data.filters import FilterConfig, new_counts, summary_table
 from data.gitrepo import GitError, Repo
 from data.mining import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
@@ -106,18 +108,28 @@ def _ids_of_records(path: Path) -> Iterator[str]:
 def _job(cfg: BuildConfig, repo_name: str) -> MineJob:
     index = read_issue_index(list(cfg.issues), repo_name) if cfg.issues else None
     require = cfg.filters.require_linked_issue
-    return MineJob(repo_name=repo_name, filters=cfg.filters, relevant_files=cfg.relevant_files,
-                   require_issue=bool(cfg.issues) if require is None else require, issues=index)
+    return MineJob(
+        repo_name=repo_name,
+        filters=cfg.filters,
+        relevant_files=cfg.relevant_files,
+        require_issue=bool(cfg.issues) if require is None else require,
+        issues=index,
+    )
 
 
 def _validate(cfg: BuildConfig) -> None:
     """Reject out-of-range numbers once, naming the field (the flag is the same name)."""
     positive = {"shard_size": cfg.shard_size, "chunk_size": cfg.chunk_size}
-    non_negative = {"relevant_files": cfg.relevant_files, "limit": cfg.limit, "workers": cfg.workers,
-                    "max_files": cfg.filters.max_files, "max_hunks": cfg.filters.max_hunks,
-                    "max_changed_lines": cfg.filters.max_changed_lines,
-                    "max_context_chars": cfg.filters.max_context_chars,
-                    "max_context_tokens": cfg.filters.max_context_tokens}
+    non_negative = {
+        "relevant_files": cfg.relevant_files,
+        "limit": cfg.limit,
+        "workers": cfg.workers,
+        "max_files": cfg.filters.max_files,
+        "max_hunks": cfg.filters.max_hunks,
+        "max_changed_lines": cfg.filters.max_changed_lines,
+        "max_context_chars": cfg.filters.max_context_chars,
+        "max_context_tokens": cfg.filters.max_context_tokens,
+    }
     for name, value in positive.items():
         if value < 1:
             raise InputError(f"{name} must be >= 1, got {value}")
@@ -153,14 +165,14 @@ def iter_outcomes(cfg: BuildConfig, sources: list[dict[str, Any]], workers: int)
     if cfg.swebench:
         src = sources[0] if sources else dict(git="", repo=cfg.repo)
         rows = iter_swebench_rows(cfg.swebench)
-        rows = (r for _, r in zip(range(cfg.limit), rows)) if cfg.limit else rows
+        rows = itertools.islice(rows, cfg.limit) if cfg.limit else rows
         yield from run(mine_row_chunk, chunked(rows, cfg.chunk_size), src["git"], _job(cfg, src["repo"]))
         return
     left = cfg.limit
     for src in sources:
         with Repo(src["git"]) as repo:
             prs = merged_pull_requests(repo, src["branch"])
-            prs = (p for _, p in zip(range(left), prs)) if cfg.limit else prs
+            prs = itertools.islice(prs, left) if cfg.limit else prs
             n = 0
             for outcome in run(mine_pr_chunk, chunked(prs, cfg.chunk_size), src["git"], _job(cfg, src["repo"])):
                 n += 1
@@ -195,21 +207,27 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     examples: defaultdict[str, list[str]] = defaultdict(list)
     progress = _Progress()
     parallel = bool(cfg.workers or cfg.ray_address)
-    with ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers:
-        with ShardWriter(out, cfg.shard_size) as writer:
-            seen: set[bytes] = set()  # digests of kept patches: 20 bytes each, for the duplicate rule
-            for outcome in iter_outcomes(cfg, sources, workers):
-                candidates += 1
-                reason = _dedupe(outcome, seen) if cfg.filters.dedupe else outcome.reason
-                counts[reason] += 1
-                if reason == "kept":
-                    writer.write(outcome.instance)  # type: ignore[arg-type]
-                elif outcome.detail and len(examples[reason]) < EXAMPLES_PER_REASON:
-                    # Skips that carry a why (git errors, unknown commits, rows of a bad file):
-                    # the first few are shown and kept in the manifest, naming the PR or row.
-                    examples[reason].append(f"{outcome.instance_id}: {outcome.detail}")
-                    print(f"[build] skipped {outcome.instance_id} ({reason}): {outcome.detail}", file=sys.stderr, flush=True)
-                progress.update(candidates, counts["kept"])
+    with (
+        ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers,
+        ShardWriter(out, cfg.shard_size) as writer,
+    ):
+        seen: set[bytes] = set()  # digests of kept patches: 20 bytes each, for the duplicate rule
+        for outcome in iter_outcomes(cfg, sources, workers):
+            candidates += 1
+            reason = _dedupe(outcome, seen) if cfg.filters.dedupe else outcome.reason
+            counts[reason] += 1
+            if reason == "kept":
+                writer.write(outcome.instance)  # type: ignore[arg-type]
+            elif outcome.detail and len(examples[reason]) < EXAMPLES_PER_REASON:
+                # Skips that carry a why (git errors, unknown commits, rows of a bad file):
+                # the first few are shown and kept in the manifest, naming the PR or row.
+                examples[reason].append(f"{outcome.instance_id}: {outcome.detail}")
+                print(
+                    f"[build] skipped {outcome.instance_id} ({reason}): {outcome.detail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            progress.update(candidates, counts["kept"])
     progress.update(candidates, counts["kept"], force=True)
     manifest = _manifest(cfg, sources, counts, candidates, writer.shards, started, workers)
     if examples:
@@ -228,16 +246,27 @@ def _dedupe(outcome: Outcome, seen: set[bytes]) -> str:
     return "kept"
 
 
-def _manifest(cfg: BuildConfig, sources: list[dict[str, Any]], counts: Counter[str], candidates: int,
-              shards: list[dict[str, Any]], started: float, workers: int) -> dict[str, Any]:
+def _manifest(
+    cfg: BuildConfig,
+    sources: list[dict[str, Any]],
+    counts: Counter[str],
+    candidates: int,
+    shards: list[dict[str, Any]],
+    started: float,
+    workers: int,
+) -> dict[str, Any]:
     config = asdict(cfg)
     config["filters"]["exclude_ids"] = len(cfg.filters.exclude_ids)  # the files are in `exclude`
     config = json.loads(json.dumps(config))  # tuples -> lists: the dict equals the file's contents
     return {
         "schema_version": SCHEMA_VERSION,
-        "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "source": {"kind": "swebench" if cfg.swebench else "git", "repositories": sources,
-                   "issues": list(cfg.issues), "swebench": cfg.swebench or None},
+        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": {
+            "kind": "swebench" if cfg.swebench else "git",
+            "repositories": sources,
+            "issues": list(cfg.issues),
+            "swebench": cfg.swebench or None,
+        },
         "candidates": candidates,
         "instances": counts["kept"],
         "counts": dict(counts),
@@ -250,8 +279,11 @@ def _manifest(cfg: BuildConfig, sources: list[dict[str, Any]], counts: Counter[s
 
 def _parser() -> argparse.ArgumentParser:
     """Flags map one to one onto BuildConfig / FilterConfig fields; their defaults live there."""
-    ap = argparse.ArgumentParser(prog="python -m data.build", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m data.build",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add = ap.add_argument
     add("--git", action="append", help="local clone, plain or bare (repeatable)")
     add("--repo", help="owner/name (default: origin's URL, then the directory name)")
@@ -268,12 +300,19 @@ def _parser() -> argparse.ArgumentParser:
     add("--ray-address", help="mine on an existing Ray cluster")
     add("--chunk-size", type=int, help="PRs per Ray task")
     flt = ap.add_argument_group("filters (data/filters.py)")
-    for name, what in [("bots", "bot PRs"), ("require-linked-issue", "PRs without a linked issue"),
-                       ("empty", "empty PRs"), ("tests-only", "tests-only PRs"),
-                       ("binary", "PRs with binary files"), ("undecodable", "PRs with non-UTF-8 files"),
-                       ("no-code", "PRs touching no code file"), ("dedupe", "duplicate patches")]:
-        flt.add_argument(f"--filter-{name}", dest=name.replace("-", "_"),
-                         action=argparse.BooleanOptionalAction, help=f"drop {what}")
+    for name, what in [
+        ("bots", "bot PRs"),
+        ("require-linked-issue", "PRs without a linked issue"),
+        ("empty", "empty PRs"),
+        ("tests-only", "tests-only PRs"),
+        ("binary", "PRs with binary files"),
+        ("undecodable", "PRs with non-UTF-8 files"),
+        ("no-code", "PRs touching no code file"),
+        ("dedupe", "duplicate patches"),
+    ]:
+        flt.add_argument(
+            f"--filter-{name}", dest=name.replace("-", "_"), action=argparse.BooleanOptionalAction, help=f"drop {what}"
+        )
     for name in ("max-files", "max-hunks", "max-changed-lines", "max-context-chars", "max-context-tokens"):
         flt.add_argument(f"--{name}", type=int, help="0 = no limit")
     flt.add_argument("--tokenizer", help="measure the context in this tokenizer's tokens")
@@ -284,7 +323,9 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     ns = {k: v for k, v in vars(_parser().parse_args(argv)).items() if v is not None}
     filter_fields = set(FilterConfig.__dataclass_fields__)
     filters = FilterConfig(**{k: v for k, v in ns.items() if k in filter_fields})
-    build_args = {k: tuple(v) if isinstance(v, list) else v for k, v in ns.items() if k not in filter_fields}
+    build_args: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in ns.items() if k not in filter_fields
+    }
     return BuildConfig(**build_args, filters=filters)
 
 
@@ -292,12 +333,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
     try:
         manifest = build(cfg)
-    except (InputError, GitError, OSError) as e:  # OutputExistsError is an OSError
+    except (UserError, GitError, OSError) as e:  # InputError is a UserError; OutputExistsError an OSError
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(summary_table(Counter(manifest["counts"]), manifest["candidates"]))
-    print(f"{manifest['instances']} instances in {len(manifest['shards'])} shards -> {cfg.out} "
-          f"({manifest['elapsed_s']:.1f} s, {manifest['parallel']['mode']})")
+    print(
+        f"{manifest['instances']} instances in {len(manifest['shards'])} shards -> {cfg.out} "
+        f"({manifest['elapsed_s']:.1f} s, {manifest['parallel']['mode']})"
+    )
     return 0
 
 

@@ -106,8 +106,15 @@ def relevant_candidates(repo: Repo, base: str, seeds: list[str], exclude: set[st
     yield from _importers(repo, base, seeds, names, names_by_path, set(yielded) | exclude, ok)
 
 
-def _importers(repo: Repo, base: str, seeds: list[str], names: dict[str, str],
-               names_by_path: dict[str, str], skip: set[str], ok: Callable[[str], bool]) -> Iterator[str]:
+def _importers(
+    repo: Repo,
+    base: str,
+    seeds: list[str],
+    names: dict[str, str],
+    names_by_path: dict[str, str],
+    skip: set[str],
+    ok: Callable[[str], bool],
+) -> Iterator[str]:
     targets = {s for s in seeds if s in names_by_path}
     words = sorted({names_by_path[s].rpartition(".")[2] for s in targets})
     if not words:

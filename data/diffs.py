@@ -24,16 +24,76 @@ _TEXT_MODES = ("100644", "100755")  # regular files; 120000 = symlink, 160000 = 
 # A path is a test file when a directory on it has one of these names, or its file name
 # matches one of the patterns (pytest, unittest, Go, Jest/Mocha, RSpec conventions).
 TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
-_TEST_NAME_RE = re.compile(
-    r"^(test_.*|.*_tests?\.[^.]+|.*\.(test|spec)\.[^.]+|.*_spec\.rb|conftest\.py|tests?\.py)$"
-)
+_TEST_NAME_RE = re.compile(r"^(test_.*|.*_tests?\.[^.]+|.*\.(test|spec)\.[^.]+|.*_spec\.rb|conftest\.py|tests?\.py)$")
 # Extensions of programming-language source files; a PR touching none of them (docs, config,
 # data only) is not a coding task.
 CODE_EXTENSIONS = frozenset(
-    ".py .pyx .pxd .pyi .c .h .cc .cpp .cxx .hh .hpp .hxx .cu .m .mm .java .kt .kts .scala "
-    ".groovy .go .rs .rb .php .cs .fs .swift .js .jsx .mjs .cjs .ts .tsx .vue .svelte .lua .r "
-    ".jl .dart .hs .ml .mli .ex .exs .erl .clj .cljs .pl .pm .sh .bash .zsh .ps1 .sql .f .f90 "
-    ".zig .nim .v .sv .vhd .elm .sol .tf".split()
+    [
+        ".py",
+        ".pyx",
+        ".pxd",
+        ".pyi",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".hh",
+        ".hpp",
+        ".hxx",
+        ".cu",
+        ".m",
+        ".mm",
+        ".java",
+        ".kt",
+        ".kts",
+        ".scala",
+        ".groovy",
+        ".go",
+        ".rs",
+        ".rb",
+        ".php",
+        ".cs",
+        ".fs",
+        ".swift",
+        ".js",
+        ".jsx",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".tsx",
+        ".vue",
+        ".svelte",
+        ".lua",
+        ".r",
+        ".jl",
+        ".dart",
+        ".hs",
+        ".ml",
+        ".mli",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".clj",
+        ".cljs",
+        ".pl",
+        ".pm",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".ps1",
+        ".sql",
+        ".f",
+        ".f90",
+        ".zig",
+        ".nim",
+        ".v",
+        ".sv",
+        ".vhd",
+        ".elm",
+        ".sol",
+        ".tf",
+    ]
 )
 
 
@@ -104,8 +164,17 @@ def _parse_raw(raw: bytes) -> list[tuple[str, str, str, str, str, str | None, st
             i += 2
         old = old_path.decode("utf-8", "surrogateescape")
         new = new_path.decode("utf-8", "surrogateescape")
-        out.append((status, old_mode, new_mode, old_blob, new_blob,
-                    None if status == "A" else old, None if status == "D" else new))
+        out.append(
+            (
+                status,
+                old_mode,
+                new_mode,
+                old_blob,
+                new_blob,
+                None if status == "A" else old,
+                None if status == "D" else new,
+            )
+        )
     return out
 
 
@@ -117,14 +186,22 @@ def changed_files(repo: Repo, base: str, head: str) -> list[FileChange]:
     # A type change (file <-> symlink) is one raw entry but two sections (delete, then add).
     needed = [2 if e[0] == "T" else 1 for e in entries]
     if sum(needed) != len(starts) - 1:
-        raise GitError(f"{repo.path}: {base[:12]}..{head[:12]}: {len(entries)} raw entries "
-                       f"but {len(starts) - 1} diff sections")
+        raise GitError(
+            f"{repo.path}: {base[:12]}..{head[:12]}: {len(entries)} raw entries but {len(starts) - 1} diff sections"
+        )
     changes, k = [], 0
-    for (st, om, nm, ob, nb, op, np_), n in zip(entries, needed):
-        changes.append(FileChange(
-            status=st, old_path=op, new_path=np_, old_mode=om, new_mode=nm,
-            old_blob=None if set(ob) == {"0"} else ob, new_blob=None if set(nb) == {"0"} else nb,
-            diff=patch[starts[k]:starts[k + n]],
-        ))
+    for (st, om, nm, ob, nb, op, np_), n in zip(entries, needed, strict=True):
+        changes.append(
+            FileChange(
+                status=st,
+                old_path=op,
+                new_path=np_,
+                old_mode=om,
+                new_mode=nm,
+                old_blob=None if set(ob) == {"0"} else ob,
+                new_blob=None if set(nb) == {"0"} else nb,
+                diff=patch[starts[k] : starts[k + n]],
+            )
+        )
         k += n
     return changes

@@ -19,26 +19,26 @@ from functools import lru_cache
 
 # Evaluation order of the rules; the summary table lists counts in this order.
 FILTERS: tuple[str, ...] = (
-    "excluded",         # instance id on the exclusion list (e.g. SWE-bench ids, for clean evaluation)
-    "bot",              # authored by a bot, or a "bump" PR
+    "excluded",  # instance id on the exclusion list (e.g. SWE-bench ids, for clean evaluation)
+    "bot",  # authored by a bot, or a "bump" PR
     "no_linked_issue",  # links no issue (with --issues: no linked issue found in the dump)
-    "empty",            # changes nothing
-    "tests_only",       # changes only test files
-    "binary",           # changes a binary file, symlink or submodule outside the tests
-    "undecodable",      # a changed non-test file (or its path) is not UTF-8
-    "no_code",          # changes no programming-language file outside the tests
-    "too_many_files",   # the oracle patch changes more than max_files files
-    "too_many_hunks",   # ... has more than max_hunks hunks
-    "too_many_lines",   # ... adds and removes more than max_changed_lines lines
-    "patch_mismatch",   # applying the patch to the context does not give the new contents
-    "context_too_long", # issue + context longer than max_context_chars (or _tokens)
-    "duplicate",        # the same oracle patch as an instance already kept
+    "empty",  # changes nothing
+    "tests_only",  # changes only test files
+    "binary",  # changes a binary file, symlink or submodule outside the tests
+    "undecodable",  # a changed non-test file (or its path) is not UTF-8
+    "no_code",  # changes no programming-language file outside the tests
+    "too_many_files",  # the oracle patch changes more than max_files files
+    "too_many_hunks",  # ... has more than max_hunks hunks
+    "too_many_lines",  # ... adds and removes more than max_changed_lines lines
+    "patch_mismatch",  # applying the patch to the context does not give the new contents
+    "context_too_long",  # issue + context longer than max_context_chars (or _tokens)
+    "duplicate",  # the same oracle patch as an instance already kept
 )
 # Input the miner could not use at all; never fatal, always counted.
 SKIPS: tuple[str, ...] = (
-    "git_error",        # a git command failed for this PR (e.g. a commit missing from a shallow clone)
-    "other_repo",       # a SWE-bench row of another repository than the clone given
-    "unknown_commit",   # a SWE-bench row whose base_commit the clone does not have
+    "git_error",  # a git command failed for this PR (e.g. a commit missing from a shallow clone)
+    "other_repo",  # a SWE-bench row of another repository than the clone given
+    "unknown_commit",  # a SWE-bench row whose base_commit the clone does not have
 )
 REASONS: tuple[str, ...] = ("kept", *FILTERS, *SKIPS)
 
@@ -90,7 +90,7 @@ def is_bot(author: str, title: str, source_branch: str = "") -> bool:
 
 
 @lru_cache(maxsize=4)
-def _tokenizer(name: str):  # noqa: ANN202 (a transformers tokenizer)
+def _tokenizer(name: str):
     from transformers import AutoTokenizer  # heavy: only when a tokenizer is configured
 
     return AutoTokenizer.from_pretrained(name)
@@ -122,7 +122,7 @@ def over_limits(files: int, hunks: int, lines: int, cfg: FilterConfig) -> str | 
 
 def new_counts() -> Counter[str]:
     """A counter with every reason present (zeros included), so that reports list them all."""
-    return Counter({r: 0 for r in REASONS})
+    return Counter(dict.fromkeys(REASONS, 0))
 
 
 def summary_table(counts: Counter[str], candidates: int) -> str:

@@ -15,8 +15,18 @@ from pathlib import Path
 # Fixed output formats regardless of the user's git config: no colour, no pager, no external
 # diff drivers, unquoted UTF-8 paths, no "mnemonic" or missing a/ b/ prefixes.
 _GIT_CONFIG = (
-    "-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "diff.noprefix=false",
-    "-c", "diff.mnemonicprefix=false", "-c", "diff.external=", "-c", "core.pager=cat",
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "color.ui=never",
+    "-c",
+    "diff.noprefix=false",
+    "-c",
+    "diff.mnemonicprefix=false",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.pager=cat",
 )
 _REMOTE_RE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")
 
@@ -36,9 +46,7 @@ class Repo:
         self.path = str(Path(path).resolve())
         if not Path(self.path).is_dir():
             raise NotARepositoryError(f"{self.path}: no such directory")
-        proc = subprocess.run(
-            ["git", "-C", self.path, "rev-parse", "--git-dir"], capture_output=True, text=True
-        )
+        proc = subprocess.run(["git", "-C", self.path, "rev-parse", "--git-dir"], capture_output=True, text=True)
         if proc.returncode != 0:
             raise NotARepositoryError(f"{self.path}: not a git repository ({proc.stderr.strip()})")
         self._batch: subprocess.Popen[bytes] | None = None
@@ -71,7 +79,8 @@ class Repo:
         """Start `git <args>` with stdout piped, for outputs too long to hold (history walks)."""
         return subprocess.Popen(
             ["git", "-C", self.path, *_GIT_CONFIG, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
 
     def resolve(self, rev: str) -> str | None:
@@ -92,7 +101,7 @@ class Repo:
         raise GitError(f"{self.path}: the repository has no commits (HEAD does not resolve)")
 
     def owner_name(self) -> str:
-        """"owner/name" from the origin remote's URL, else "local/<directory name>"."""
+        """ "owner/name" from the origin remote's URL, else "local/<directory name>"."""
         url = self.run("config", "--get", "remote.origin.url", check=False).decode().strip()
         m = _REMOTE_RE.search(url)
         if m:
@@ -122,7 +131,8 @@ class Repo:
         if self._batch is None:
             self._batch = subprocess.Popen(
                 ["git", "-C", self.path, "cat-file", "--batch"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
             )
         assert self._batch.stdin is not None and self._batch.stdout is not None
         self._batch.stdin.write(spec.encode() + b"\n")

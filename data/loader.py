@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from conf.config import DataConfig
 from data.prompt import build_messages, encode_prompt
 from data.schema import Instance
+from data.shards import check_manifest, check_shard
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,28 @@ class InstanceLoader:
     position: int = 0  # index into the current epoch's order of all rows
     stats: LoaderStats = field(default_factory=LoaderStats)
 
+    @classmethod
+    def from_config(cls, cfg: DataConfig, tokenizer: Any, *, seed: int) -> InstanceLoader:
+        """The training split of `data.path`, in the order `seed` draws; a directory must carry
+        its `data.build` manifest unless `data.require_manifest=false`."""
+        loader = cls(
+            cfg.path,
+            tokenizer,
+            seed=seed,
+            heldout_fraction=cfg.heldout_fraction,
+            max_prompt_tokens=cfg.max_prompt_tokens,
+        )
+        directory = resolve_path(cfg.path)
+        if directory.is_dir() and cfg.require_manifest:
+            check_manifest(directory, loader._files)
+        return loader
+
     def __post_init__(self) -> None:
         if self.split not in ("train", "heldout"):
             raise ValueError(f"split={self.split!r}: accepted values are 'train', 'heldout'")
         self._files = shard_files(resolve_path(self.path))
-        self._rows_per_file = [pq.ParquetFile(f).metadata.num_rows for f in self._files]
+        # Every shard readable and of the schema before anything starts (metadata only).
+        self._rows_per_file = [check_shard(f) for f in self._files]
         if sum(self._rows_per_file) == 0:
             raise ValueError(f"data.path={self.path!r}: the dataset has no rows")
         self._cache: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
@@ -104,7 +123,8 @@ class InstanceLoader:
         if state["seed"] != self.seed or state["num_rows"] != sum(self._rows_per_file):
             raise ValueError(
                 f"loader cursor was saved for seed={state['seed']} over {state['num_rows']} rows; this loader has "
-                f"seed={self.seed} over {sum(self._rows_per_file)} rows (data.path or seed changed)")
+                f"seed={self.seed} over {sum(self._rows_per_file)} rows (data.path or seed changed)"
+            )
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
     # -- iteration ----------------------------------------------------------------------------
@@ -122,7 +142,8 @@ class InstanceLoader:
                 if guard > 2 * sum(self._rows_per_file) + 1:
                     raise ValueError(
                         f"data.path={self.path!r}: no instance of split {self.split!r} fits "
-                        f"data.max_prompt_tokens={self.max_prompt_tokens}")
+                        f"data.max_prompt_tokens={self.max_prompt_tokens}"
+                    )
         return items
 
     def __iter__(self) -> Iterator[PromptItem]:

@@ -59,8 +59,7 @@ def _pr_commits(repo: Repo, pr: PullRequest, base: str) -> list[tuple[str, str]]
     """(author "name <email>", message) of the PR's commits, oldest first."""
     if pr.kind == "squash":
         return [(pr.author, f"{pr.title}\n\n{pr.body}")]
-    out = repo.text("log", f"--max-count={MAX_PR_COMMITS}", "--format=%an <%ae>%x1f%B%x1e",
-                    f"{base}..{pr.head}", "--")
+    out = repo.text("log", f"--max-count={MAX_PR_COMMITS}", "--format=%an <%ae>%x1f%B%x1e", f"{base}..{pr.head}", "--")
     commits = [tuple(rec.strip("\n").split("\x1f", 1)) for rec in out.split("\x1e") if rec.strip()]
     return [(c[0], c[1]) for c in reversed(commits) if len(c) == 2]
 
@@ -177,8 +176,15 @@ def _mine_pr(repo: Repo, pr: PullRequest, job: MineJob, iid: str) -> dict[str, A
     if cfg.no_code and not any(c.is_code for c in code if c.paths[-1] in new_content):
         raise _Drop("no_code")
     row = _finish(repo, base, statement, patch, context, new_content, job)
-    row.update(instance_id=iid, repo=job.repo_name, test_patch=test_patch, problem_source=source,
-               linked_issues=linked, pr_number=pr.number, created_at=pr.merged_at)
+    row.update(
+        instance_id=iid,
+        repo=job.repo_name,
+        test_patch=test_patch,
+        problem_source=source,
+        linked_issues=linked,
+        pr_number=pr.number,
+        created_at=pr.merged_at,
+    )
     return row
 
 
@@ -195,8 +201,15 @@ def _check_limits(patch: str, cfg: FilterConfig) -> None:
         raise _Drop(limit, f"{len(files)} files, {hunks} hunks, {lines} lines")
 
 
-def _finish(repo: Repo | None, base: str, statement: str, patch: str, context: dict[str, str],
-            new_content: dict[str, str], job: MineJob) -> dict[str, Any]:
+def _finish(
+    repo: Repo | None,
+    base: str,
+    statement: str,
+    patch: str,
+    context: dict[str, str],
+    new_content: dict[str, str],
+    job: MineJob,
+) -> dict[str, Any]:
     """Size rules, the apply check, the context budget and relevant files; the common tail."""
     cfg = job.filters
     _check_limits(patch, cfg)
@@ -214,9 +227,13 @@ def _finish(repo: Repo | None, base: str, statement: str, patch: str, context: d
     context = dict(context)
     if repo is not None and job.relevant_files > 0:
         context.update(_relevant(repo, base, context, used, job))
-    return dict(base_commit=base, problem_statement=statement, patch=patch,
-                code_context=[{"path": p, "content": c} for p, c in context.items()],
-                oracle_new_content=[{"path": p, "content": c} for p, c in new_content.items()])
+    return dict(
+        base_commit=base,
+        problem_statement=statement,
+        patch=patch,
+        code_context=[{"path": p, "content": c} for p, c in context.items()],
+        oracle_new_content=[{"path": p, "content": c} for p, c in new_content.items()],
+    )
 
 
 def _relevant(repo: Repo, base: str, context: dict[str, str], used: int, job: MineJob) -> dict[str, str]:
@@ -256,8 +273,9 @@ def _row_files(value: Any, where: str, name: str) -> dict[str, str]:
     """A row's files as {path: content}, from either stored form (object, or [{path, content}])."""
     if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
         return {str(k): v for k, v in value.items()}
-    if isinstance(value, list) and all(isinstance(f, dict) and isinstance(f.get("path"), str)
-                                       and isinstance(f.get("content"), str) for f in value):
+    if isinstance(value, list) and all(
+        isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("content"), str) for f in value
+    ):
         return {f["path"]: f["content"] for f in value}
     raise InputError(f"{where}: field {name!r} must be a {{path: content}} object or a list of {{path, content}}")
 
@@ -289,8 +307,11 @@ def _mine_row(repo: Repo | None, where: str, row: dict[str, Any], job: MineJob) 
     else:
         if repo.resolve(base) is None:
             raise _Drop("unknown_commit", f"{where}: base_commit {base} is not in {repo.path}")
-        context = {fp.old_path: _decode(repo.blob(f"{base}:{fp.old_path}"), fp.old_path)
-                   for fp in fps if fp.old_path is not None}
+        context = {
+            fp.old_path: _decode(repo.blob(f"{base}:{fp.old_path}"), fp.old_path)
+            for fp in fps
+            if fp.old_path is not None
+        }
         context.update({fp.new_path: "" for fp in fps if fp.new_path and fp.new_path not in context})
     try:
         new_content = apply_patch(context, patch)
@@ -300,9 +321,15 @@ def _mine_row(repo: Repo | None, where: str, row: dict[str, Any], job: MineJob) 
         new_content = _row_files(row["oracle_new_content"], where, "oracle_new_content")
     out = _finish(repo, base, row["problem_statement"], patch, context, new_content, job)
     test_patch = row.get("test_patch") if isinstance(row.get("test_patch"), str) else None
-    out.update(instance_id=row["instance_id"], repo=row["repo"], test_patch=test_patch,
-               problem_source="swebench", linked_issues=None, pr_number=_number(row["instance_id"]),
-               created_at=row.get("created_at") if isinstance(row.get("created_at"), str) else None)
+    out.update(
+        instance_id=row["instance_id"],
+        repo=row["repo"],
+        test_patch=test_patch,
+        problem_source="swebench",
+        linked_issues=None,
+        pr_number=_number(row["instance_id"]),
+        created_at=row.get("created_at") if isinstance(row.get("created_at"), str) else None,
+    )
     return out
 
 

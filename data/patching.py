@@ -54,8 +54,13 @@ def split_lines(text: str) -> list[str]:
 def _unquote(path: str) -> str:
     """git C-quotes paths with unusual characters ("a/x\\ty"); undo it."""
     if len(path) >= 2 and path[0] == path[-1] == '"':
-        return path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode(
-            "latin-1").decode("utf-8", "replace")
+        return (
+            path[1:-1]
+            .encode("latin-1", "backslashreplace")
+            .decode("unicode_escape")
+            .encode("latin-1")
+            .decode("utf-8", "replace")
+        )
     return path
 
 
@@ -70,7 +75,7 @@ def _git_header_paths(rest: str) -> tuple[str, str] | None:
     """Paths of `diff --git a/X b/Y` when X == Y (the only case the line alone can decide)."""
     rest = rest.rstrip("\n")
     half = (len(rest) - 1) // 2
-    a, b = rest[:half], rest[half + 1:]
+    a, b = rest[:half], rest[half + 1 :]
     if a.startswith("a/") and b.startswith("b/") and a[2:] == b[2:]:
         return a[2:], b[2:]
     return None
@@ -113,7 +118,7 @@ def parse_patch(text: str) -> list[FilePatch]:
     while i < len(lines):
         line = lines[i]
         if line.startswith("diff --git "):
-            paths = _git_header_paths(line[len("diff --git "):])
+            paths = _git_header_paths(line[len("diff --git ") :])
             cur = FilePatch(old_path=paths[0] if paths else None, new_path=paths[1] if paths else None)
             files.append(cur)
         elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
@@ -159,7 +164,7 @@ def _find(old: list[str], want: list[str], start: int) -> int | None:
     n = len(want)
     for delta in range(0, len(old) + 1):
         for pos in (start - delta, start + delta) if delta else (start,):
-            if 0 <= pos <= len(old) - n and old[pos:pos + n] == want:
+            if 0 <= pos <= len(old) - n and old[pos : pos + n] == want:
                 return pos
     return None
 
@@ -222,13 +227,19 @@ def unified_diff(path: str, old: str | None, new: str | None) -> str:
         header.append("new file mode 100644\n")
     elif new is None:
         header.append("deleted file mode 100644\n")
-    lines = difflib.unified_diff(split_lines(old or ""), split_lines(new or ""),
-                                 "/dev/null" if old is None else f"a/{path}", "/dev/null" if new is None else f"b/{path}",
-                                 n=3)
+    lines = difflib.unified_diff(
+        split_lines(old or ""),
+        split_lines(new or ""),
+        "/dev/null" if old is None else f"a/{path}",
+        "/dev/null" if new is None else f"b/{path}",
+        n=3,
+    )
     return "".join(header) + "".join(ln if ln.endswith("\n") else ln + "\n" + _NO_NEWLINE + "\n" for ln in lines)
 
 
 def make_patch(old_files: Mapping[str, str], new_files: Mapping[str, str]) -> str:
     """Diff of every path in either mapping (sorted); a path in only one is created/deleted."""
-    return "".join(unified_diff(path, old_files.get(path), new_files.get(path))
-                   for path in sorted(old_files.keys() | new_files.keys()))
+    return "".join(
+        unified_diff(path, old_files.get(path), new_files.get(path))
+        for path in sorted(old_files.keys() | new_files.keys())
+    )

@@ -92,4 +92,4 @@ def oracle_completion(tokenizer: Any, instance: Instance) -> tuple[str, list[int
     except OracleAnswerError as exc:
         log.info("[oracle] %s: no oracle answer (%s)", instance.instance_id, exc)
         return None
-    return text, tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id]
+    return text, [*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from data.gitrepo import GitError, Repo
 
@@ -66,7 +66,7 @@ def linked_issues(texts: list[str], repo: str, own_number: int = -1) -> list[int
 
 
 def _iso(unix: str) -> str:
-    return datetime.fromtimestamp(int(unix), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(unix), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _split_message(message: str) -> tuple[str, str]:
@@ -89,14 +89,31 @@ def _recognise(fields: list[str], pull_heads: dict[str, int]) -> PullRequest | N
             kind, branch = "merge", m.group(2)
         else:
             title, body, kind, branch = subject, rest, "pull_ref", ""
-        return PullRequest(number=number, kind=kind, parent=parents_list[0], head=parents_list[1],
-                           title=title, body=body, author="", source_branch=branch, **common)
+        return PullRequest(
+            number=number,
+            kind=kind,
+            parent=parents_list[0],
+            head=parents_list[1],
+            title=title,
+            body=body,
+            author="",
+            source_branch=branch,
+            **common,
+        )
     m = _SQUASH_RE.match(subject)
     if not m or len(parents_list) != 1:
         return None
-    return PullRequest(number=int(m.group(2)), kind="squash", parent=parents_list[0], head=sha,
-                       title=m.group(1), body=rest, author=f"{name} <{email}>", source_branch="",
-                       **common)
+    return PullRequest(
+        number=int(m.group(2)),
+        kind="squash",
+        parent=parents_list[0],
+        head=sha,
+        title=m.group(1),
+        body=rest,
+        author=f"{name} <{email}>",
+        source_branch="",
+        **common,
+    )
 
 
 def _records(repo: Repo, branch: str) -> Iterator[list[str]]:

@@ -12,11 +12,13 @@ Bump SCHEMA_VERSION whenever a field is added, removed or changes meaning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+from conf.errors import UserError
 
 # 2: appended the nullable provenance fields problem_source, linked_issues, pr_number, created_at.
 SCHEMA_VERSION = 2
@@ -68,7 +70,7 @@ INSTANCE_SCHEMA = pa.schema(
 FIELD_NAMES: tuple[str, ...] = tuple(INSTANCE_SCHEMA.names)
 
 
-class SchemaError(ValueError):
+class SchemaError(UserError, ValueError):
     """An instance (or a file of them) does not match INSTANCE_SCHEMA; the message names the field."""
 
 
@@ -104,7 +106,9 @@ def validate_instance(row: Mapping[str, Any], where: str = "instance") -> None:
             if not isinstance(value, list):
                 raise SchemaError(f"{where}: field {field.name!r} must be a list of {{path, content}}")
             for i, f in enumerate(value):
-                if not (isinstance(f, Mapping) and isinstance(f.get("path"), str) and isinstance(f.get("content"), str)):
+                if not (
+                    isinstance(f, Mapping) and isinstance(f.get("path"), str) and isinstance(f.get("content"), str)
+                ):
                     raise SchemaError(f"{where}: field {field.name!r}[{i}] must be {{path: str, content: str}}")
 
 
@@ -136,11 +140,19 @@ class Instance:
         validate_instance(row, where)
         issues = row.get("linked_issues")
         return cls(
-            instance_id=row["instance_id"], repo=row["repo"], base_commit=row["base_commit"],
-            problem_statement=row["problem_statement"], patch=row["patch"], test_patch=row.get("test_patch"),
-            code_context=files_to_dict(row["code_context"]), oracle_new_content=files_to_dict(row["oracle_new_content"]),
-            problem_source=row.get("problem_source"), linked_issues=None if issues is None else tuple(issues),
-            pr_number=row.get("pr_number"), created_at=row.get("created_at"))
+            instance_id=row["instance_id"],
+            repo=row["repo"],
+            base_commit=row["base_commit"],
+            problem_statement=row["problem_statement"],
+            patch=row["patch"],
+            test_patch=row.get("test_patch"),
+            code_context=files_to_dict(row["code_context"]),
+            oracle_new_content=files_to_dict(row["oracle_new_content"]),
+            problem_source=row.get("problem_source"),
+            linked_issues=None if issues is None else tuple(issues),
+            pr_number=row.get("pr_number"),
+            created_at=row.get("created_at"),
+        )
 
     def to_row(self) -> dict[str, Any]:
         """The stored form (the inverse of from_row)."""
@@ -151,7 +163,7 @@ class Instance:
         return row
 
 
-def to_table(rows: list[Mapping[str, Any]]) -> pa.Table:
+def to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Rows (dicts with every schema field) -> a table of exactly INSTANCE_SCHEMA."""
     for i, row in enumerate(rows):
         validate_instance(row, where=f"row {i}")

@@ -18,9 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from data.schema import INSTANCE_SCHEMA, to_table
+from conf.io import write_text
+from data.schema import INSTANCE_SCHEMA, SchemaError, to_table
 
 MANIFEST = "_manifest.json"
 _SHARD_RE = re.compile(r"^_?shard-\d{5}\.parquet$")
@@ -108,11 +110,9 @@ class ShardWriter:
 
 
 def write_manifest(out_dir: Path, manifest: Mapping[str, Any]) -> Path:
-    """Write `_manifest.json` atomically (a temporary file, then os.replace)."""
+    """Write `_manifest.json` atomically (conf/io.py)."""
     path = out_dir / MANIFEST
-    tmp = out_dir / f"{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return path
 
 
@@ -121,3 +121,69 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    """Equal types, ignoring the nullability of nested fields (writers differ in it)."""
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        return _same_type(a.value_type, b.value_type)
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        return [f.name for f in a] == [f.name for f in b] and all(
+            _same_type(x.type, y.type) for x, y in zip(a, b, strict=True)
+        )
+    return a.equals(b)
+
+
+def check_shard(path: Path) -> int:
+    """The number of rows of a shard, after checking what can be checked without reading its
+    data: that it is a readable Parquet file (its footer), that its columns are the instance
+    schema's (a field added later may be absent: older versions), and that no required field
+    holds a null (the row groups' statistics). SchemaError names the file, the field and the
+    rows; the loader checks each row again when it reaches it."""
+    try:
+        meta = pq.ParquetFile(path)
+        schema = meta.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise SchemaError(f"{path}: not a readable Parquet file ({exc})") from None
+    for field in INSTANCE_SCHEMA:
+        if field.name not in schema.names:
+            if field.nullable:
+                continue  # a field a newer schema version appended
+            raise SchemaError(f"{path}: field {field.name!r} is missing")
+        got = schema.field(field.name).type
+        if not _same_type(got, field.type):
+            raise SchemaError(f"{path}: field {field.name!r} has type {got}, the instance schema says {field.type}")
+    required = {f.name for f in INSTANCE_SCHEMA if not f.nullable and pa.types.is_string(f.type)}
+    start = 0
+    for index in range(meta.num_row_groups):
+        group = meta.metadata.row_group(index)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            stats = column.statistics
+            if column.path_in_schema in required and stats is not None and stats.null_count:
+                raise SchemaError(
+                    f"{path}: rows {start}-{start + group.num_rows - 1}: field "
+                    f"{column.path_in_schema!r} is null in {stats.null_count} row(s)"
+                )
+        start += group.num_rows
+    return int(meta.metadata.num_rows)
+
+
+def check_manifest(directory: Path, shards: list[Path]) -> None:
+    """A data directory is trained on only when `_manifest.json` lists exactly its shards: a
+    missing manifest is an interrupted or hand-made directory, a shard it does not list (or
+    lists but is absent) a mix of builds."""
+    manifest = read_manifest(directory)
+    if manifest is None:
+        raise SchemaError(
+            f"{directory}: no {MANIFEST} (an interrupted `data.build`, or a hand-made directory: "
+            "set data.require_manifest=false to train on it anyway)"
+        )
+    listed = {s["name"] for s in manifest.get("shards", [])}
+    present = {str(p.relative_to(directory)) for p in shards}
+    if listed != present:
+        extra, absent = sorted(present - listed), sorted(listed - present)
+        raise SchemaError(
+            f"{directory}: {MANIFEST} does not match the shards present (not listed: {extra[:3]}, "
+            f"listed but absent: {absent[:3]}); rebuild, or set data.require_manifest=false"
+        )

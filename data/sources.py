@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+
+from conf.errors import UserError
 
 SWEBENCH_REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "patch")
 
 
-class InputError(ValueError):
+class InputError(UserError, ValueError):
     """An input file is malformed; the message names the file, the line or row, and the field."""
 
 
@@ -100,12 +103,13 @@ def _text(obj: Mapping[str, Any], where: str) -> tuple[int, IssueText]:
         raise InputError(f"{where}: field 'number' must be an integer, got {number!r}")
     title = _need(obj, "title", where)
     user = obj["user"] if isinstance(obj.get("user"), Mapping) else {}
-    return number, IssueText(title=str(title or ""), body=str(obj.get("body") or ""),
-                             author=str(user.get("login") or ""))
+    return number, IssueText(
+        title=str(title or ""), body=str(obj.get("body") or ""), author=str(user.get("login") or "")
+    )
 
 
 def _repo_of(rec: Mapping[str, Any]) -> str | None:
-    """"owner/name" a record says it belongs to, or None when it does not say."""
+    """ "owner/name" a record says it belongs to, or None when it does not say."""
     if isinstance(rec.get("repo"), Mapping) and "name" in rec["repo"]:
         return str(rec["repo"]["name"])
     for key in ("repository_url", "html_url", "url"):
@@ -153,10 +157,13 @@ def read_issue_index(paths: list[str], repo: str) -> IssueIndex:
 
 def _rows_parquet(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     i = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
-        for row in batch.to_pylist():
-            yield f"{path}: row {i}", row
-            i += 1
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
+            for row in batch.to_pylist():
+                yield f"{path}: row {i}", row
+                i += 1
+    except (pa.ArrowException, OSError) as exc:  # truncated, corrupt (a bad ZSTD frame names no file)
+        raise InputError(f"{path}: not a readable Parquet file after row {i} ({exc})") from None
 
 
 def iter_swebench_rows(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -32,10 +32,17 @@ class RepoBuilder:
     def git(self, *args: str, author: tuple[str, str] = DEFAULT_AUTHOR) -> str:
         self._clock += 1
         date = f"@{_EPOCH + 60 * self._clock} +0000"
-        env = {**os.environ, "GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1],
-               "GIT_COMMITTER_NAME": "Maintainer", "GIT_COMMITTER_EMAIL": "maint@example.com",
-               "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
-               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": author[0],
+            "GIT_AUTHOR_EMAIL": author[1],
+            "GIT_COMMITTER_NAME": "Maintainer",
+            "GIT_COMMITTER_EMAIL": "maint@example.com",
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_DATE": date,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
         proc = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, env=env)
         if proc.returncode != 0:
             raise RuntimeError(f"git {' '.join(args)}: {proc.stderr.decode(errors='replace')}")
@@ -63,23 +70,33 @@ class RepoBuilder:
     def checkout(self, rev: str, new_branch: str = "") -> None:
         self.git("checkout", "-q", *(["-b", new_branch] if new_branch else []), rev)
 
-    def merge_pr(self, number: int, title: str, commits: list[tuple[Files, str]], *,
-                 start: str = "main", author: tuple[str, str] = DEFAULT_AUTHOR,
-                 branch: str = "", pull_ref: bool = False) -> str:
+    def merge_pr(
+        self,
+        number: int,
+        title: str,
+        commits: list[tuple[Files, str]],
+        *,
+        start: str = "main",
+        author: tuple[str, str] = DEFAULT_AUTHOR,
+        branch: str = "",
+        pull_ref: bool = False,
+    ) -> str:
         """A PR branch from `start` with `commits`, merged into main the way GitHub's button does."""
         branch = branch or f"feature-{number}"
         self.checkout(start, new_branch=branch)
         for files, message in commits:
             head = self.commit(files, message, author=author)
         self.checkout("main")
-        self.git("merge", "-q", "--no-ff", "-m", f"Merge pull request #{number} from someone/{branch}\n\n{title}",
-                 branch)
+        self.git(
+            "merge", "-q", "--no-ff", "-m", f"Merge pull request #{number} from someone/{branch}\n\n{title}", branch
+        )
         if pull_ref:
             self.git("update-ref", f"refs/pull/{number}/head", head)
         return self.git("rev-parse", "HEAD")
 
-    def squash_pr(self, number: int, title: str, files: Files, body: str = "",
-                  author: tuple[str, str] = DEFAULT_AUTHOR) -> str:
+    def squash_pr(
+        self, number: int, title: str, files: Files, body: str = "", author: tuple[str, str] = DEFAULT_AUTHOR
+    ) -> str:
         """A squash merge: one commit on main whose subject ends in "(#N)"."""
         message = f"{title} (#{number})" + (f"\n\n{body}" if body else "")
         return self.commit(files, message, author=author)
@@ -99,8 +116,9 @@ def generate_history(path: str | Path, num_prs: int, num_modules: int = 8) -> Re
     repo = RepoBuilder(path, origin_url="https://github.com/example/synthetic.git")
     versions = [0] * num_modules
     files = {f"pkg/m{i}.py": _module(i, 0) for i in range(num_modules)}
-    repo.commit({"pkg/__init__.py": "", "pkg/base.py": "BASE = 1\n", "README.md": "# synthetic\n",
-                 **files}, "Initial commit")
+    repo.commit(
+        {"pkg/__init__.py": "", "pkg/base.py": "BASE = 1\n", "README.md": "# synthetic\n", **files}, "Initial commit"
+    )
     for n in range(1, num_prs + 1):
         i = n % num_modules
         if n % 10 == 0:

@@ -63,9 +63,11 @@ def collate(samples: Sequence[TrainSample], pad_id: int) -> MicroBatch:
                 raise ValueError(f"sample {i}: {len(s.logprobs_old)} logprobs for {len(s.completion_ids)} tokens")
             old[i, : len(s.completion_ids)] = s.logprobs_old
     return MicroBatch(
-        input_ids=input_ids, attention_mask=attention,
+        input_ids=input_ids,
+        attention_mask=attention,
         prompt_lens=np.array([len(s.prompt_ids) for s in samples], dtype=np.int64),
-        completion_mask=mask, logprobs_old=old,
+        completion_mask=mask,
+        logprobs_old=old,
         advantages=np.array([s.advantage for s in samples], dtype=np.float32),
     )
 
@@ -86,8 +88,9 @@ def _dummy(pad_id: int) -> MicroBatch:
     return collate([TrainSample([pad_id, pad_id], [], None, 0.0)], pad_id)
 
 
-def shard(samples: Sequence[TrainSample], *, num_ranks: int, micro_batch_size: int, pad_id: int,
-          drop_zero_advantage: bool) -> tuple[list[RankBatch], dict[str, float]]:
+def shard(
+    samples: Sequence[TrainSample], *, num_ranks: int, micro_batch_size: int, pad_id: int, drop_zero_advantage: bool
+) -> tuple[list[RankBatch], dict[str, float]]:
     """Split a step's samples over ranks into micro-batches of at most `micro_batch_size`; every
     rank gets the same number of micro-batches (at least one), since each backward pass is a
     collective under ZeRO-2/3. Returns the rank batches and their padding statistics.
@@ -112,7 +115,9 @@ def shard(samples: Sequence[TrainSample], *, num_ranks: int, micro_batch_size: i
     return batches, padding_stats(batches, keep, micro_batch_size)
 
 
-def padding_stats(batches: Sequence[RankBatch], samples: Sequence[TrainSample], micro_batch_size: int) -> dict[str, float]:
+def padding_stats(
+    batches: Sequence[RankBatch], samples: Sequence[TrainSample], micro_batch_size: int
+) -> dict[str, float]:
     """Padded fraction of the token slots the learner computes, and of the same rows in their
     original order (`samples`, in micro-batches of consecutive rows): the saving of sorting."""
     real = slots = 0
@@ -122,7 +127,13 @@ def padding_stats(batches: Sequence[RankBatch], samples: Sequence[TrainSample], 
                 real += int(mb.attention_mask.sum())
                 slots += mb.attention_mask.size
     lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in samples]
-    naive = sum(len(c) * max(c) for c in (lengths[j : j + micro_batch_size] for j in range(0, len(lengths), micro_batch_size)))
-    return {"pad_frac": 1.0 - real / slots if slots else 0.0,
-            "pad_frac_unsorted": 1.0 - sum(lengths) / naive if naive else 0.0,
-            "rows_trained": float(sum(int(mb.completion_mask.any(axis=1).sum()) for b in batches for mb in b.micro_batches))}
+    naive = sum(
+        len(c) * max(c) for c in (lengths[j : j + micro_batch_size] for j in range(0, len(lengths), micro_batch_size))
+    )
+    return {
+        "pad_frac": 1.0 - real / slots if slots else 0.0,
+        "pad_frac_unsorted": 1.0 - sum(lengths) / naive if naive else 0.0,
+        "rows_trained": float(
+            sum(int(mb.completion_mask.any(axis=1).sum()) for b in batches for mb in b.micro_batches)
+        ),
+    }

@@ -48,6 +48,7 @@ from omegaconf.errors import OmegaConfBaseException
 from conf import device as devices
 from conf import logs
 from conf.config import DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
+from conf.runtime import Runtime
 from data.loader import PromptItem, is_heldout, resolve_path, shard_files
 from data.patching import PatchError, apply_patch, parse_patch, unified_diff
 from data.prompt import build_messages, encode_prompt
@@ -110,7 +111,9 @@ def parse_args(argv: list[str]) -> EvalConfig:
     dotlist = ["oracle=true" if a == "--oracle" else a for a in argv]
     bad = [a for a in dotlist if "=" not in a]
     if bad:
-        raise EvalConfigError(f"arguments must be key=value, got {bad}; keys: {', '.join(EvalConfig.__dataclass_fields__)}")
+        raise EvalConfigError(
+            f"arguments must be key=value, got {bad}; keys: {', '.join(EvalConfig.__dataclass_fields__)}"
+        )
     try:
         merged = OmegaConf.merge(OmegaConf.structured(EvalConfig), OmegaConf.from_dotlist(dotlist))
     except OmegaConfBaseException as exc:  # an unknown key or a value of the wrong type
@@ -125,7 +128,9 @@ def validate(cfg: EvalConfig) -> None:
     if not cfg.checkpoint:
         raise EvalConfigError("checkpoint=PATH is required (a Hugging Face model directory, e.g. <run_dir>/hf)")
     if not (Path(cfg.checkpoint) / "config.json").is_file():
-        raise EvalConfigError(f"checkpoint={cfg.checkpoint!r}: no config.json there (not a Hugging Face model directory)")
+        raise EvalConfigError(
+            f"checkpoint={cfg.checkpoint!r}: no config.json there (not a Hugging Face model directory)"
+        )
     if cfg.split not in ("heldout", "train"):
         raise EvalConfigError(f"split={cfg.split!r}: accepted values are 'heldout', 'train'")
     if not 0.0 <= cfg.heldout_fraction < 1.0:
@@ -141,6 +146,7 @@ def validate(cfg: EvalConfig) -> None:
 
 
 # -- instances --------------------------------------------------------------------------------
+
 
 @dataclass
 class Selection:
@@ -172,6 +178,7 @@ def select_items(cfg: EvalConfig, tokenizer: Any) -> Selection:
 
 # -- answers ------------------------------------------------------------------------------------
 
+
 def oracle_texts(items: list[PromptItem]) -> list[str]:
     """The oracle answer of each instance ("" where the format cannot express the change)."""
     texts = []
@@ -188,21 +195,41 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
     """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
     from actors.rollout import GenerationRequest, RolloutWorker
 
-    engine_cfg = RolloutConfig(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                               max_model_len=cfg.max_model_len, tensor_parallel_size=cfg.tensor_parallel_size,
-                               gpu_memory_utilization=cfg.gpu_memory_utilization, kv_cache_gib=cfg.kv_cache_gib)
-    worker = RolloutWorker(engine_cfg, cfg.checkpoint, cfg.dtype, cfg.seed, actor_id="eval", device=devices.present())
+    engine_cfg = RolloutConfig(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_new_tokens=cfg.max_new_tokens,
+        max_model_len=cfg.max_model_len,
+        tensor_parallel_size=cfg.tensor_parallel_size,
+        gpu_memory_utilization=cfg.gpu_memory_utilization,
+        kv_cache_gib=cfg.kv_cache_gib,
+    )
+    run = Runtime(cfg.checkpoint, cfg.dtype, cfg.seed, devices.present(), timeout_s=float("inf"))
+    worker = RolloutWorker(engine_cfg, run, actor_id="eval", seed=cfg.seed)
     try:
         greedy: list[str] = []
         sampled: list[list[str]] = []
         for start in range(0, len(items), PROMPTS_PER_CALL):
-            chunk = items[start:start + PROMPTS_PER_CALL]
+            chunk = items[start : start + PROMPTS_PER_CALL]
             seeds = [zlib.crc32(f"{cfg.seed}/{it.instance_id}".encode()) & 0x7FFFFFFF for it in chunk]
-            greedy += [r.completions[0].text for r in worker.generate(
-                [GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s, temperature=0.0)
-                 for it, s in zip(chunk, seeds)])]
-            sampled += [[c.text for c in r.completions] for r in worker.generate(
-                [GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s) for it, s in zip(chunk, seeds)])]
+            greedy += [
+                r.completions[0].text
+                for r in worker.generate(
+                    [
+                        GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s, temperature=0.0)
+                        for it, s in zip(chunk, seeds, strict=True)
+                    ]
+                )
+            ]
+            sampled += [
+                [c.text for c in r.completions]
+                for r in worker.generate(
+                    [
+                        GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s)
+                        for it, s in zip(chunk, seeds, strict=True)
+                    ]
+                )
+            ]
             log.info("[eval] generated %d/%d instances", len(greedy), len(items))
         return greedy, sampled
     finally:
@@ -210,6 +237,7 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
 
 
 # -- scoring and patches ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -224,8 +252,13 @@ def changed_files(context: dict[str, str], files: dict[str, str]) -> dict[str, s
     return {p: c for p, c in files.items() if c != context.get(p, "")}
 
 
-def score(context: dict[str, str], oracle: dict[str, str], oracle_diff: dict[str, str | None], text: str,
-          max_pair_seconds: float) -> Outcome:
+def score(
+    context: dict[str, str],
+    oracle: dict[str, str],
+    oracle_diff: dict[str, str | None],
+    text: str,
+    max_pair_seconds: float,
+) -> Outcome:
     """The SWE-RL reward of one answer, plus whether its edits rebuild exactly the oracle's files."""
     result = score_with_oracle_diffs(context, oracle_diff, text, max_pair_seconds=max_pair_seconds)
     if result.reward == -1.0:
@@ -271,22 +304,26 @@ def patch_roundtrips(instance: Instance, patch: str, new_content: dict[str, str]
 
 # -- report ---------------------------------------------------------------------------------------
 
+
 def _mean(values: list[float]) -> float:
     return math.fsum(values) / len(values) if values else 0.0
 
 
 def rates(outcomes: list[Outcome]) -> dict[str, float]:
-    return {"answers": len(outcomes),
-            "format_rate": _mean([float(o.format_ok) for o in outcomes]),
-            "apply_rate": _mean([float(o.reward != -1.0) for o in outcomes]),
-            "mean_reward": _mean([o.reward for o in outcomes]),
-            "exact_match_rate": _mean([float(o.exact) for o in outcomes])}
+    return {
+        "answers": len(outcomes),
+        "format_rate": _mean([float(o.format_ok) for o in outcomes]),
+        "apply_rate": _mean([float(o.reward != -1.0) for o in outcomes]),
+        "mean_reward": _mean([o.reward for o in outcomes]),
+        "exact_match_rate": _mean([float(o.exact) for o in outcomes]),
+    }
 
 
 def sampled_rates(groups: list[list[Outcome]]) -> dict[str, float]:
     return rates([o for g in groups for o in g]) | {
         "any_exact_rate": _mean([float(any(o.exact for o in g)) for g in groups]),
-        "mean_best_reward": _mean([max(o.reward for o in g) for g in groups if g])}
+        "mean_best_reward": _mean([max(o.reward for o in g) for g in groups if g]),
+    }
 
 
 @dataclass
@@ -302,8 +339,13 @@ def evaluate(cfg: EvalConfig) -> Report:
 
     start = time.perf_counter()
     sel = select_items(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
-    log.info("[eval] %d instances (split %s; %d prompts over %d tokens dropped)", len(sel.items), sel.split,
-             sel.dropped_too_long, cfg.max_prompt_tokens)
+    log.info(
+        "[eval] %d instances (split %s; %d prompts over %d tokens dropped)",
+        len(sel.items),
+        sel.split,
+        sel.dropped_too_long,
+        cfg.max_prompt_tokens,
+    )
     if cfg.oracle:
         greedy = oracle_texts(sel.items)
         sampled = [[text] * cfg.samples for text in greedy]
@@ -322,16 +364,27 @@ def evaluate(cfg: EvalConfig) -> Report:
         greedy_outcomes.append(g)
         sampled_outcomes.append(s)
         report.predictions.append({"instance_id": item.instance_id, "model_name_or_path": name, "model_patch": patch})
-        report.answers.append({"instance_id": item.instance_id,
-                               "greedy": _answer(text, g),
-                               "sampled": [_answer(t, o) for t, o in zip(texts, s, strict=True)]})
+        report.answers.append(
+            {
+                "instance_id": item.instance_id,
+                "greedy": _answer(text, g),
+                "sampled": [_answer(t, o) for t, o in zip(texts, s, strict=True)],
+            }
+        )
     report.summary = {
-        "checkpoint": cfg.checkpoint, "data": cfg.data, "split": sel.split, "mode": "oracle" if cfg.oracle else "model",
-        "instances": len(sel.items), "skipped_other_split": sel.skipped_other_split,
-        "dropped_too_long": sel.dropped_too_long, "patch_roundtrip_failures": roundtrip_failures,
+        "checkpoint": cfg.checkpoint,
+        "data": cfg.data,
+        "split": sel.split,
+        "mode": "oracle" if cfg.oracle else "model",
+        "instances": len(sel.items),
+        "skipped_other_split": sel.skipped_other_split,
+        "dropped_too_long": sel.dropped_too_long,
+        "patch_roundtrip_failures": roundtrip_failures,
         "greedy": rates(greedy_outcomes),
-        "sampled": sampled_rates(sampled_outcomes) | {"samples_per_instance": cfg.samples, "temperature": cfg.temperature},
-        "config": asdict(cfg), "seconds": round(time.perf_counter() - start, 2),
+        "sampled": sampled_rates(sampled_outcomes)
+        | {"samples_per_instance": cfg.samples, "temperature": cfg.temperature},
+        "config": asdict(cfg),
+        "seconds": round(time.perf_counter() - start, 2),
     }
     return report
 
@@ -362,7 +415,9 @@ def main(argv: list[str]) -> int:
         return 2
     report = evaluate(cfg)
     out_dir = write(report, cfg.out)
-    summary = {k: report.summary[k] for k in ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled")}
+    summary = {
+        k: report.summary[k] for k in ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled")
+    }
     print(json.dumps(summary, indent=2))
     log.info("[eval] wrote %s/summary.json, predictions.jsonl, answers.jsonl", out_dir)
     return 0

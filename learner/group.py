@@ -22,7 +22,9 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from conf import device as devices
 from conf.config import LearnerConfig
+from conf.errors import UserError
 from conf.logs import actor_env
+from conf.runtime import Runtime
 from learner.batch import RankBatch, TrainSample, shard
 from learner.losses import LOSSES
 from learner.transport import Shipment, WeightTransport
@@ -33,7 +35,7 @@ from learner.worker import LearnerWorker
 Wait = Callable[[list[Any]], list[Any]]
 
 
-class PlacementError(RuntimeError):
+class PlacementError(UserError, RuntimeError):
     """The cluster cannot hold what the config asks for; the message says what is missing."""
 
 
@@ -50,26 +52,44 @@ def reserve(bundles: list[dict[str, float]], strategy: str, what: str, timeout_s
         remove_placement_group(pg)
         raise PlacementError(
             f"{what}: could not place {len(bundles)} bundles of {bundles[0]} ({strategy}) within {timeout_s:.0f} s; "
-            f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free")
+            f"the cluster has {ray.cluster_resources()} in total, {ray.available_resources()} free"
+        )
     return pg
 
 
 class LearnerGroup:
-    def __init__(self, cfg: LearnerConfig, *, model_path: str, dtype: str, temperature: float, micro_batches: int,
-                 seed: int, timeout_s: float, device: devices.Device, pad_id: int = 0, verbose: bool = False) -> None:
-        self.cfg, self.timeout_s, self.pad_id = cfg, timeout_s, pad_id
-        self.pg = reserve(bundles_for(cfg.num_ranks, cfg.num_cpus_per_rank, cfg.num_gpus_per_rank), "PACK",
-                          "learner group (learner.num_ranks x learner.num_cpus_per_rank/num_gpus_per_rank)", timeout_s)
+    def __init__(
+        self, cfg: LearnerConfig, run: Runtime, *, temperature: float, micro_batches: int, pad_id: int = 0
+    ) -> None:
+        """`micro_batches`: DeepSpeed's nominal accumulation steps per update; `temperature`: the
+        sampling temperature the logprobs are taken at; `pad_id`: the tokenizer's padding id."""
+        self.cfg, self.timeout_s, self.pad_id = cfg, run.timeout_s, pad_id
+        self.pg = reserve(
+            bundles_for(cfg.num_ranks, cfg.num_cpus_per_rank, cfg.num_gpus_per_rank),
+            "PACK",
+            "learner group (learner.num_ranks x learner.num_cpus_per_rank/num_gpus_per_rank)",
+            run.timeout_s,
+        )
         remote_cls = ray.remote(LearnerWorker)
         self.workers = [
             remote_cls.options(
-                num_cpus=cfg.num_cpus_per_rank, num_gpus=cfg.num_gpus_per_rank, name=None,
+                num_cpus=cfg.num_cpus_per_rank,
+                num_gpus=cfg.num_gpus_per_rank,
+                name=None,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=rank),
                 # Read by DeepSpeed at import: without it DeepSpeed probes for CUDA on CPU machines.
-                runtime_env={"env_vars": {"DS_ACCELERATOR": devices.ds_accelerator(device)} | actor_env(verbose)},
-            ).remote(cfg, model_path=model_path, dtype=dtype, temperature=temperature, rank=rank,
-                     world_size=cfg.num_ranks, micro_batches=micro_batches, seed=seed,
-                     timeout_s=timeout_s, device=device, loss=LOSSES.get(cfg.loss), verbose=verbose)
+                runtime_env={
+                    "env_vars": {"DS_ACCELERATOR": devices.ds_accelerator(run.device)} | actor_env(run.verbose)
+                },
+            ).remote(
+                cfg,
+                run,
+                temperature=temperature,
+                rank=rank,
+                world_size=cfg.num_ranks,
+                micro_batches=micro_batches,
+                loss=LOSSES.get(cfg.loss),
+            )
             for rank in range(cfg.num_ranks)
         ]
         host, port = self._get(self.workers[0].reserve_port.remote())
@@ -81,10 +101,17 @@ class LearnerGroup:
     def _all(self, method: str, *args: Any) -> list[Any]:
         return self._get([getattr(w, method).remote(*args) for w in self.workers])
 
-    def shard(self, samples: Sequence[TrainSample], drop_zero_advantage: bool) -> tuple[list[RankBatch], dict[str, float]]:
+    def shard(
+        self, samples: Sequence[TrainSample], drop_zero_advantage: bool
+    ) -> tuple[list[RankBatch], dict[str, float]]:
         """The step's samples as every rank's micro-batches, and their padding statistics."""
-        return shard(samples, num_ranks=self.cfg.num_ranks, micro_batch_size=self.cfg.micro_batch_size,
-                     pad_id=self.pad_id, drop_zero_advantage=drop_zero_advantage)
+        return shard(
+            samples,
+            num_ranks=self.cfg.num_ranks,
+            micro_batch_size=self.cfg.micro_batch_size,
+            pad_id=self.pad_id,
+            drop_zero_advantage=drop_zero_advantage,
+        )
 
     def train(self, samples: Sequence[TrainSample], wait: Wait | None = None) -> dict[str, float]:
         """One policy update over the step's samples (every rank, one optimizer step). Rows whose

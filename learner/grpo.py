@@ -112,7 +112,9 @@ def _aggregate(
     has_tokens = tokens_per_seq > 0  # rows with no completion token are left out
     seq_means = (per_token * mask).sum(dim=1) / tokens_per_seq.clamp(min=1.0)  # [B]
     seq_means = torch.where(has_tokens, seq_means, torch.zeros_like(seq_means))
-    denom = has_tokens.sum().to(per_token.dtype) if num_seqs is None else torch.as_tensor(num_seqs, dtype=per_token.dtype)
+    denom = (
+        has_tokens.sum().to(per_token.dtype) if num_seqs is None else torch.as_tensor(num_seqs, dtype=per_token.dtype)
+    )
     return seq_means.sum() / denom.clamp(min=1.0)
 
 

@@ -32,8 +32,13 @@ class _TokenLogprobs(torch.autograd.Function):
     place, so a chunk costs its logits plus one float32 buffer."""
 
     @staticmethod
-    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float,  # type: ignore[override]
-                with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        ctx,
+        logits: torch.Tensor,
+        targets: torch.Tensor,
+        temperature: float,
+        with_entropy: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         x = _upcast(logits) / temperature  # [B, t, V]
         logz = torch.logsumexp(x, dim=-1)  # [B, t]
         picked = x.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
@@ -47,7 +52,7 @@ class _TokenLogprobs(torch.autograd.Function):
         return picked - logz, entropy
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor, _grad_entropy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor, _grad_entropy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         logits, targets, logz = ctx.saved_tensors
         t = ctx.temperature
         # d(x_y - logsumexp x)/dx = one_hot(y) - softmax(x), and dx/dlogits = 1/T.
@@ -107,7 +112,11 @@ def completion_logprobs(
 
 
 def sequence_logprobs_reference(
-    model: torch.nn.Module, input_ids: torch.Tensor, prompt_lens: torch.Tensor, completion_len: int, temperature: float = 1.0
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    prompt_lens: torch.Tensor,
+    completion_len: int,
+    temperature: float = 1.0,
 ) -> torch.Tensor:
     """The naive full-logits computation, kept as the test oracle and the benchmark baseline."""
     logits = _upcast(model(input_ids=input_ids).logits) / temperature  # [B, L, V]

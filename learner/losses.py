@@ -25,19 +25,45 @@ from learner import grpo
 
 
 class PolicyLoss(Protocol):
-    def __call__(self, logprobs: torch.Tensor, logprobs_old: torch.Tensor, logprobs_ref: torch.Tensor | None,
-                 advantages: torch.Tensor, mask: torch.Tensor, *, cfg: LearnerConfig, num_seqs: float,
-                 num_tokens: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
+    def __call__(
+        self,
+        logprobs: torch.Tensor,
+        logprobs_old: torch.Tensor,
+        logprobs_ref: torch.Tensor | None,
+        advantages: torch.Tensor,
+        mask: torch.Tensor,
+        *,
+        cfg: LearnerConfig,
+        num_seqs: float,
+        num_tokens: float,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 
 
 LOSSES: Registry[PolicyLoss] = Registry("policy loss", "learner.loss")
 
 
 @LOSSES.register("ppo_token")
-def ppo_token_loss(logprobs: torch.Tensor, logprobs_old: torch.Tensor, logprobs_ref: torch.Tensor | None,
-                   advantages: torch.Tensor, mask: torch.Tensor, *, cfg: LearnerConfig, num_seqs: float,
-                   num_tokens: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def ppo_token_loss(
+    logprobs: torch.Tensor,
+    logprobs_old: torch.Tensor,
+    logprobs_ref: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    cfg: LearnerConfig,
+    num_seqs: float,
+    num_tokens: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """[B, T] logprobs (all three), [B] advantages, [B, T] mask -> GRPO's clipped loss."""
-    return grpo.policy_loss(logprobs, logprobs_old, logprobs_ref, advantages, mask, clip_eps=cfg.clip_eps,
-                            kl_coef=cfg.kl_coef, aggregation=cfg.aggregation, num_seqs=num_seqs,
-                            num_tokens=num_tokens)
+    return grpo.policy_loss(
+        logprobs,
+        logprobs_old,
+        logprobs_ref,
+        advantages,
+        mask,
+        clip_eps=cfg.clip_eps,
+        kl_coef=cfg.kl_coef,
+        aggregation=cfg.aggregation,
+        num_seqs=num_seqs,
+        num_tokens=num_tokens,
+    )

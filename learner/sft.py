@@ -27,8 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def warm_start(cfg: TrainConfig, learner: LearnerGroup, tokenizer: Any, run_dir: Path) -> None:
-    loader = InstanceLoader(cfg.data.path, tokenizer, seed=cfg.seed + 1, heldout_fraction=cfg.data.heldout_fraction,
-                            max_prompt_tokens=cfg.data.max_prompt_tokens)
+    loader = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed + 1)
     steps = cfg.learner.sft_steps
     for step in range(1, steps + 1):
         start = time.perf_counter()

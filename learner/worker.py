@@ -47,10 +47,11 @@ import torch
 from conf import device as devices
 from conf.config import LearnerConfig
 from conf.logs import quiet_deepspeed, quiet_stdout
+from conf.runtime import Runtime
 from learner.batch import MicroBatch, RankBatch
-from learner.checkpoint import rng_states, set_rng_states
 from learner.logprobs import completion_logprobs
 from learner.losses import PolicyLoss
+from learner.rng import rng_states, set_rng_states
 from learner.transport import Shipment, TransportCache, WeightTransport
 from learner.transport.buckets import Bucket, pack, plan_buckets
 from learner.transport.collective import listen_socket, make_store, node_host
@@ -59,14 +60,18 @@ _STATE_TAG = "deepspeed"  # save_state's sub-directory for DeepSpeed's files (a 
 _STATE_META = "learner_state.json"
 
 
-def ds_config(cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size: int,
-              device: devices.Device) -> dict[str, Any]:
+def ds_config(
+    cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size: int, device: devices.Device
+) -> dict[str, Any]:
     """The DeepSpeed config, derived from LearnerConfig (DeepSpeed's own JSON is not exposed:
     one home per default). The learning rate is set per step by the worker (warmup, SFT)."""
     # overlap_comm overlaps the gradient reduction with backward: a GPU feature, and DeepSpeed
     # accepts it with our own accumulation boundary only where gradients are partitioned (2, 3).
-    zero: dict[str, Any] = {"stage": cfg.zero_stage, "overlap_comm": device == "cuda" and cfg.zero_stage >= 2,
-                            "contiguous_gradients": True}
+    zero: dict[str, Any] = {
+        "stage": cfg.zero_stage,
+        "overlap_comm": device == "cuda" and cfg.zero_stage >= 2,
+        "contiguous_gradients": True,
+    }
     if cfg.zero_stage == 3:
         # Keep every parameter partitioned between uses, so weight sync can gather bucket by bucket.
         zero.update(stage3_param_persistence_threshold=0, stage3_prefetch_bucket_size=int(5e7))
@@ -74,8 +79,16 @@ def ds_config(cfg: LearnerConfig, *, dtype: str, micro_batches: int, world_size:
         "train_micro_batch_size_per_gpu": cfg.micro_batch_size,
         "gradient_accumulation_steps": micro_batches,
         "train_batch_size": cfg.micro_batch_size * micro_batches * world_size,
-        "optimizer": {"type": "AdamW", "params": {"lr": cfg.lr, "betas": [0.9, 0.999], "eps": 1e-8,
-                                                   "weight_decay": cfg.weight_decay, "torch_adam": True}},
+        "optimizer": {
+            "type": "AdamW",
+            "params": {
+                "lr": cfg.lr,
+                "betas": [0.9, 0.999],
+                "eps": 1e-8,
+                "weight_decay": cfg.weight_decay,
+                "torch_adam": True,
+            },
+        },
         "gradient_clipping": cfg.grad_clip,
         # We own the accumulation boundary: a step's micro-batch count varies (zero-advantage
         # rows are not trained), so backward() accumulates and step() is the boundary.
@@ -102,11 +115,27 @@ class _PolicyLogprobs(torch.nn.Module):
         super().__init__()
         self.lm = lm
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_lens: torch.Tensor, *,
-                completion_len: int, temperature: float, chunk_tokens: int, with_entropy: bool
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        return completion_logprobs(self.lm, input_ids, attention_mask, prompt_lens, completion_len,
-                                   temperature=temperature, chunk_tokens=chunk_tokens, with_entropy=with_entropy)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        prompt_lens: torch.Tensor,
+        *,
+        completion_len: int,
+        temperature: float,
+        chunk_tokens: int,
+        with_entropy: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return completion_logprobs(
+            self.lm,
+            input_ids,
+            attention_mask,
+            prompt_lens,
+            completion_len,
+            temperature=temperature,
+            chunk_tokens=chunk_tokens,
+            with_entropy=with_entropy,
+        )
 
 
 def _local_numel(p: torch.nn.Parameter) -> int:
@@ -115,14 +144,22 @@ def _local_numel(p: torch.nn.Parameter) -> int:
 
 
 class LearnerWorker:
-    def __init__(self, cfg: LearnerConfig, *, model_path: str, dtype: str, temperature: float, rank: int,
-                 world_size: int, micro_batches: int, seed: int, timeout_s: float, device: devices.Device,
-                 loss: PolicyLoss, verbose: bool = False) -> None:
-        self.cfg, self.model_path, self.dtype, self.temperature = cfg, model_path, dtype, temperature
-        self.rank, self.world_size, self.micro_batches, self.seed = rank, world_size, micro_batches, seed
-        self.timeout_s = timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
-        self.device, self.verbose = device, verbose
-        devices.require(device, f"learner rank {rank}")
+    def __init__(
+        self,
+        cfg: LearnerConfig,
+        run: Runtime,
+        *,
+        temperature: float,
+        rank: int,
+        world_size: int,
+        micro_batches: int,
+        loss: PolicyLoss,
+    ) -> None:
+        self.cfg, self.temperature, self.rank, self.world_size = cfg, temperature, rank, world_size
+        self.model_path, self.dtype, self.seed, self.device = run.model_path, run.dtype, run.seed, run.device
+        self.timeout_s = run.timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
+        self.micro_batches, self.verbose = micro_batches, run.verbose
+        devices.require(run.device, f"learner rank {rank}")
         self.loss = loss  # learner.loss, resolved by the driver (learner/losses.py)
         self.updates = 0  # optimizer steps applied = the policy_version of these weights
         self._plan: list[Bucket] | None = None
@@ -140,9 +177,15 @@ class LearnerWorker:
     def setup(self, master_addr: str, master_port: int) -> dict[str, Any]:
         """Join DeepSpeed's group and build the engine (and the reference model when kl_coef > 0).
         Returns what this rank holds: parameters in the model and stored here (ZeRO-3 shards)."""
-        os.environ.update(MASTER_ADDR=master_addr, MASTER_PORT=str(master_port), RANK=str(self.rank),
-                          WORLD_SIZE=str(self.world_size), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-                          DS_ACCELERATOR=devices.ds_accelerator(self.device))
+        os.environ.update(
+            MASTER_ADDR=master_addr,
+            MASTER_PORT=str(master_port),
+            RANK=str(self.rank),
+            WORLD_SIZE=str(self.world_size),
+            LOCAL_RANK="0",
+            LOCAL_WORLD_SIZE="1",
+            DS_ACCELERATOR=devices.ds_accelerator(self.device),
+        )
         import deepspeed
         from transformers import AutoModelForCausalLM
 
@@ -153,25 +196,36 @@ class LearnerWorker:
         store = make_store(master_addr, master_port, self.world_size, self.timeout_s, listen)
         # The timeout bounds every collective of the group: a dead peer ends the step with an
         # error instead of a hang.
-        torch.distributed.init_process_group(backend, store=store, rank=self.rank, world_size=self.world_size,
-                                             timeout=datetime.timedelta(seconds=self.timeout_s))
+        torch.distributed.init_process_group(
+            backend,
+            store=store,
+            rank=self.rank,
+            world_size=self.world_size,
+            timeout=datetime.timedelta(seconds=self.timeout_s),
+        )
         with quiet_stdout(self.verbose):
             deepspeed.init_distributed(dist_backend=backend)
         torch.manual_seed(self.seed)
-        config = ds_config(self.cfg, dtype=self.dtype, micro_batches=self.micro_batches, world_size=self.world_size,
-                           device=self.device)
+        config = ds_config(
+            self.cfg, dtype=self.dtype, micro_batches=self.micro_batches, world_size=self.world_size, device=self.device
+        )
         self._hf_ds_config = self._zero3_init_context(config)  # must outlive from_pretrained
         model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
         if self.cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.engine, *_ = deepspeed.initialize(model=_PolicyLogprobs(model), model_parameters=model.parameters(),
-                                               config=config)
+        self.engine, *_ = deepspeed.initialize(
+            model=_PolicyLogprobs(model), model_parameters=model.parameters(), config=config
+        )
         self.ref = self._load_reference(config) if self.cfg.kl_coef > 0 else None
         ref_params = list(self.ref.parameters()) if self.ref is not None else []
-        return {"rank": self.rank, "pid": os.getpid(),
-                "params": sum(int(getattr(p, "ds_numel", p.numel())) for p in model.parameters()),
-                "params_local": sum(_local_numel(p) for p in model.parameters()),
-                "reference": self.ref is not None, "reference_params_local": sum(_local_numel(p) for p in ref_params)}
+        return {
+            "rank": self.rank,
+            "pid": os.getpid(),
+            "params": sum(int(getattr(p, "ds_numel", p.numel())) for p in model.parameters()),
+            "params_local": sum(_local_numel(p) for p in model.parameters()),
+            "reference": self.ref is not None,
+            "reference_params_local": sum(_local_numel(p) for p in ref_params),
+        }
 
     def _zero3_init_context(self, config: dict[str, Any]) -> Any:
         if self.cfg.zero_stage != 3:
@@ -189,7 +243,9 @@ class LearnerWorker:
         ref = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32).eval()
         ref.requires_grad_(False)
         if self.cfg.zero_stage != 3:  # a full copy on this rank's device, in the policy's dtype
-            return ref.to(device=self.engine.device, dtype=torch.bfloat16 if self.dtype == "bfloat16" else torch.float32)
+            return ref.to(
+                device=self.engine.device, dtype=torch.bfloat16 if self.dtype == "bfloat16" else torch.float32
+            )
         # ZeRO-3: partition the reference too (an engine without optimizer), or each rank would
         # hold a full copy. It is only ever run under no_grad, so calling its module directly
         # (ZeRO-3's gather hooks live on the submodules) is enough.
@@ -206,8 +262,10 @@ class LearnerWorker:
     def _tensors(self, mb: MicroBatch) -> dict[str, torch.Tensor]:
         device = self.engine.device
         # torch.tensor copies: arrays from the object store are read-only views of shared memory.
-        return {k: torch.tensor(getattr(mb, k), device=device)
-                for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")}
+        return {
+            k: torch.tensor(getattr(mb, k), device=device)
+            for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")
+        }
 
     def _width(self, t: dict[str, torch.Tensor]) -> int:
         """Completion positions to project. Under ZeRO-3 every call of the LM head is a collective
@@ -220,21 +278,35 @@ class LearnerWorker:
         torch.distributed.all_reduce(w, op=torch.distributed.ReduceOp.MAX)
         return int(w.item())
 
-    def _policy_logprobs(self, t: dict[str, torch.Tensor], temperature: float,
-                         with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    def _policy_logprobs(
+        self, t: dict[str, torch.Tensor], temperature: float, with_entropy: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """[b, T] logprobs and entropy of the micro-batch's completion tokens under the policy."""
         width = self._width(t)
-        lp, ent = self.engine(t["input_ids"], t["attention_mask"], t["prompt_lens"], completion_len=width,
-                              temperature=temperature, chunk_tokens=self.cfg.logprob_chunk_tokens,
-                              with_entropy=with_entropy)
+        lp, ent = self.engine(
+            t["input_ids"],
+            t["attention_mask"],
+            t["prompt_lens"],
+            completion_len=width,
+            temperature=temperature,
+            chunk_tokens=self.cfg.logprob_chunk_tokens,
+            with_entropy=with_entropy,
+        )
         n = t["completion_mask"].shape[1]
         return lp[:, :n], ent[:, :n]
 
     @torch.no_grad()
     def _ref_logprobs(self, t: dict[str, torch.Tensor], temperature: float) -> torch.Tensor:
         assert self.ref is not None
-        lp, _ = completion_logprobs(self.ref, t["input_ids"], t["attention_mask"], t["prompt_lens"], self._width(t),
-                                    temperature=temperature, chunk_tokens=self.cfg.logprob_chunk_tokens)
+        lp, _ = completion_logprobs(
+            self.ref,
+            t["input_ids"],
+            t["attention_mask"],
+            t["prompt_lens"],
+            self._width(t),
+            temperature=temperature,
+            chunk_tokens=self.cfg.logprob_chunk_tokens,
+        )
         return lp[:, : t["completion_mask"].shape[1]]
 
     def _set_lr(self, lr: float) -> None:
@@ -250,16 +322,31 @@ class LearnerWorker:
         """One GRPO update over this rank's share; returns sums that the group adds up."""
         self._set_lr(lr_at(self.cfg, self.updates))
         self.engine.train()
-        sums: dict[str, float] = {"loss": 0.0, "tokens": 0.0, "clip_frac": 0.0, "approx_kl_old": 0.0,
-                                  "ratio_mean": 0.0, "kl_ref": 0.0, "entropy": 0.0}
+        sums: dict[str, float] = {
+            "loss": 0.0,
+            "tokens": 0.0,
+            "clip_frac": 0.0,
+            "approx_kl_old": 0.0,
+            "ratio_mean": 0.0,
+            "kl_ref": 0.0,
+            "entropy": 0.0,
+        }
         for mb in batch.micro_batches:
             t = self._tensors(mb)
             logprobs, entropy = self._policy_logprobs(t, self.temperature, with_entropy=True)
             # NaN marks samples without engine logprobs: their behaviour policy is this one.
             old = torch.where(torch.isnan(t["logprobs_old"]), logprobs.detach(), t["logprobs_old"])
             ref = self._ref_logprobs(t, self.temperature) if self.ref is not None else None
-            loss, stats = self.loss(logprobs, old, ref, t["advantages"], t["completion_mask"], cfg=self.cfg,
-                                    num_seqs=batch.num_seqs, num_tokens=batch.num_tokens)
+            loss, stats = self.loss(
+                logprobs,
+                old,
+                ref,
+                t["advantages"],
+                t["completion_mask"],
+                cfg=self.cfg,
+                num_seqs=batch.num_seqs,
+                num_tokens=batch.num_tokens,
+            )
             self._backward(loss)
             n = float(stats["num_tokens"])
             sums["loss"] += loss.item()
@@ -279,7 +366,7 @@ class LearnerWorker:
         For tests and debugging: it gathers every parameter's gradient onto every rank."""
         from deepspeed.utils import safe_get_full_grad
 
-        optimizer, grads = self.engine.optimizer, []
+        optimizer, grads = self.engine.optimizer, list[torch.Tensor]()
 
         def gather_then_step(*args: Any, **kwargs: Any) -> Any:
             # engine.step() calls this after its boundary reduction (all stages) and before any
@@ -320,8 +407,14 @@ class LearnerWorker:
         """Logprob of each token after the first given its prefix (compared with the engine's)."""
         self.engine.eval()
         ids = torch.tensor([token_ids], device=self.engine.device)
-        lp, _ = completion_logprobs(self._lm, ids, torch.ones_like(ids), torch.tensor([1], device=ids.device),
-                                    len(token_ids) - 1, temperature=temperature)
+        lp, _ = completion_logprobs(
+            self._lm,
+            ids,
+            torch.ones_like(ids),
+            torch.tensor([1], device=ids.device),
+            len(token_ids) - 1,
+            temperature=temperature,
+        )
         return lp[0].float().cpu().tolist()
 
     # -- state (checkpoints) --------------------------------------------------------------
@@ -333,10 +426,14 @@ class LearnerWorker:
         states, and (rank 0) the update count and the layout the shards need to load."""
         out = Path(state_dir)
         self.engine.save_checkpoint(str(out), tag=_STATE_TAG, save_latest=False)
-        torch.save(rng_states(), out / _STATE_TAG / f"rng_rank{self.rank}.pt")
+        (out / _STATE_TAG / f"rng_rank{self.rank}.json").write_text(json.dumps(rng_states()))
         if self.rank == 0:
-            meta = {"updates": self.updates, "num_ranks": self.world_size, "zero_stage": self.cfg.zero_stage,
-                    "dtype": self.dtype}
+            meta = {
+                "updates": self.updates,
+                "num_ranks": self.world_size,
+                "zero_stage": self.cfg.zero_stage,
+                "dtype": self.dtype,
+            }
             (out / _STATE_META).write_text(json.dumps(meta, indent=1) + "\n")
         torch.distributed.barrier()  # the state is complete when every rank returns
 
@@ -349,13 +446,16 @@ class LearnerWorker:
         meta = json.loads(meta_file.read_text())
         for field, now in (("num_ranks", self.world_size), ("zero_stage", self.cfg.zero_stage)):
             if meta[field] != now:
-                raise ValueError(f"{path}: saved with learner.{field}={meta[field]}, this group has {now}; "
-                                 "ZeRO shards load only into the layout that wrote them")
-        loaded, _ = self.engine.load_checkpoint(str(path), tag=_STATE_TAG, load_optimizer_states=True,
-                                                load_lr_scheduler_states=False)
+                raise ValueError(
+                    f"{path}: saved with learner.{field}={meta[field]}, this group has {now}; "
+                    "ZeRO shards load only into the layout that wrote them"
+                )
+        loaded, _ = self.engine.load_checkpoint(
+            str(path), tag=_STATE_TAG, load_optimizer_states=True, load_lr_scheduler_states=False
+        )
         if loaded is None:
             raise FileNotFoundError(f"{path / _STATE_TAG}: DeepSpeed found no checkpoint to load")
-        set_rng_states(torch.load(path / _STATE_TAG / f"rng_rank{self.rank}.pt", weights_only=False))
+        set_rng_states(json.loads((path / _STATE_TAG / f"rng_rank{self.rank}.json").read_text()))
         self.updates = int(meta["updates"])
         return self.updates
 

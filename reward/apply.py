@@ -52,8 +52,9 @@ def apply_path_edits(path: str, original: str, edits: list[Edit], max_chars: int
     return content[1:]
 
 
-def apply_edits(code_context: Mapping[str, str], edits: Mapping[str, list[Edit]],
-                max_chars: int = MAX_CONTENT_CHARS) -> Applied:
+def apply_edits(
+    code_context: Mapping[str, str], edits: Mapping[str, list[Edit]], max_chars: int = MAX_CONTENT_CHARS
+) -> Applied:
     """Rule 3 for every edited path; raises Rejected (format_ok=True) on a failed edit.
 
     A path that grows too large stops being edited, but the other paths are still applied so

@@ -49,8 +49,13 @@ def _result(similarity: Similarity, oversized: Sequence[str]) -> RewardResult:
     return RewardResult(similarity.reward, "; ".join(reasons) or None, True, bool(reasons))
 
 
-def score_with_oracle_diffs(code_context: Mapping[str, str], oracle: Mapping[str, str | None], output: str,
-                            *, max_pair_seconds: float | None = None) -> RewardResult:
+def score_with_oracle_diffs(
+    code_context: Mapping[str, str],
+    oracle: Mapping[str, str | None],
+    output: str,
+    *,
+    max_pair_seconds: float | None = None,
+) -> RewardResult:
     """Rules 1-5 against precomputed oracle diffs (see `oracle_diffs`)."""
     try:
         applied = apply_edits(code_context, parse_output(output))
@@ -58,19 +63,26 @@ def score_with_oracle_diffs(code_context: Mapping[str, str], oracle: Mapping[str
         return RewardResult(-1.0, rejected.reason, rejected.format_ok, False)
     predicted = file_diffs(code_context, applied.new_content, max_pair_seconds)
     # An oversized file's diff is non-empty but never computed: it enters rule 5 as capped.
-    predicted.update({path: None for path in applied.oversized})
+    predicted.update(dict.fromkeys(applied.oversized))
     return _result(compare_diffs(predicted, oracle, max_pair_seconds), applied.oversized)
 
 
-def score_output(code_context: Mapping[str, str], oracle_new_content: Mapping[str, str], output: str,
-                 *, max_pair_seconds: float | None = None) -> RewardResult:
+def score_output(
+    code_context: Mapping[str, str],
+    oracle_new_content: Mapping[str, str],
+    output: str,
+    *,
+    max_pair_seconds: float | None = None,
+) -> RewardResult:
     """Rules 1-5: the reward of a model output against the oracle's new file contents."""
-    return score_with_oracle_diffs(code_context, oracle_diffs(code_context, oracle_new_content), output,
-                                   max_pair_seconds=max_pair_seconds)
+    return score_with_oracle_diffs(
+        code_context, oracle_diffs(code_context, oracle_new_content), output, max_pair_seconds=max_pair_seconds
+    )
 
 
-def score_patches(oracle_patches: str | Sequence[str], pred_patches: str | Sequence[str],
-                  *, max_pair_seconds: float | None = None) -> RewardResult:
+def score_patches(
+    oracle_patches: str | Sequence[str], pred_patches: str | Sequence[str], *, max_pair_seconds: float | None = None
+) -> RewardResult:
     """Rule 6: the rule-5 score of predicted unified diffs against oracle ones; never -1."""
     similarity = compare_diffs(file_changes(pred_patches), file_changes(oracle_patches), max_pair_seconds)
     return _result(similarity, ())

@@ -82,7 +82,7 @@ def file_blocks(old: str, new: str) -> list[tuple[str, str]]:
     shift = 0  # lines added minus lines removed by the blocks above
     for group in matcher.get_grouped_opcodes(_CONTEXT_LINES):
         first, last = group[0][1] + shift, group[-1][2] + shift
-        new_lines = target[group[0][3]:group[-1][4]]
+        new_lines = target[group[0][3] : group[-1][4]]
         start, end = _widen(lines, first, last, new_lines)
         replace = lines[start:first] + new_lines + lines[last:end]
         blocks.append((_join(lines[start:end]), _join(replace)))
@@ -109,7 +109,8 @@ def _verify(code_context: Mapping[str, str], oracle_new_content: Mapping[str, st
         if rebuilt.get(path, code_context.get(path, "")) != content:
             raise OracleAnswerError(
                 f"{path}: its blocks do not rebuild the oracle content (a block holds a line that the "
-                "format reads as a divider or an end of block, or the path holds a newline)")
+                "format reads as a divider or an end of block, or the path holds a newline)"
+            )
 
 
 def oracle_answer(code_context: Mapping[str, str], oracle_new_content: Mapping[str, str]) -> str:

@@ -24,9 +24,7 @@ TAGS = (THINK_OPEN, THINK_CLOSE, SOLUTION_OPEN, SOLUTION_CLOSE)
 
 # The format's definition (SWE-RL prompt): a fence line, `### path`, the search lines, a
 # divider, the replace lines, a closing fence. Kept for the tests; `find_edits` is its fast twin.
-EDIT_PATTERN = re.compile(
-    r"```.*?\n### (.*)\n<<<<<<< SEARCH\n([\s\S]*?)\n=======\n([\s\S]*?)\n>>>>>>> REPLACE\n```"
-)
+EDIT_PATTERN = re.compile(r"```.*?\n### (.*)\n<<<<<<< SEARCH\n([\s\S]*?)\n=======\n([\s\S]*?)\n>>>>>>> REPLACE\n```")
 _FENCE = "```"
 _PATH_PREFIX = "### "
 _SEARCH_LINE = "<<<<<<< SEARCH\n"
@@ -102,7 +100,7 @@ def find_edits(answer: str) -> list[tuple[str, str, str]]:
         tail = answer.find(_TAIL, replace_start)
         if tail < 0:
             break
-        path = answer[pos + len(_PATH_PREFIX):path_end]
+        path = answer[pos + len(_PATH_PREFIX) : path_end]
         edits.append((path, answer[search_start:divider], answer[replace_start:tail]))
         pos = tail + len(_TAIL)
     return edits

@@ -15,7 +15,7 @@ for that is data/patching.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from unidiff import PatchedFile, PatchSet
 

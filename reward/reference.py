@@ -23,9 +23,7 @@ from collections.abc import Mapping, Sequence
 from unidiff import PatchSet
 
 TAGS = ("<think>", "</think>", "<solution>", "</solution>")
-EDIT_PATTERN = re.compile(
-    r"```.*?\n### (.*)\n<<<<<<< SEARCH\n([\s\S]*?)\n=======\n([\s\S]*?)\n>>>>>>> REPLACE\n```"
-)
+EDIT_PATTERN = re.compile(r"```.*?\n### (.*)\n<<<<<<< SEARCH\n([\s\S]*?)\n=======\n([\s\S]*?)\n>>>>>>> REPLACE\n```")
 
 
 def reference_new_content(code_context: Mapping[str, str], output: str) -> dict[str, str] | None:
@@ -86,8 +84,9 @@ def reference_mean(ratios: Mapping[str, float]) -> float:
     return sum(ratios[path] for path in sorted(ratios)) / len(ratios)
 
 
-def reference_score_output(code_context: Mapping[str, str], oracle_new_content: Mapping[str, str],
-                           output: str) -> float:
+def reference_score_output(
+    code_context: Mapping[str, str], oracle_new_content: Mapping[str, str], output: str
+) -> float:
     """Rules 1-5: the reward of one model output."""
     new_content = reference_new_content(code_context, output)
     if new_content is None:

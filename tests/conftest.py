@@ -66,7 +66,7 @@ def _scrape(port: int, run: str) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     out = {}
     for line in text.splitlines():
-        m = re.match(r'^ray_swe_rl_(\w+)\{(.*)\} (\S+)$', line)
+        m = re.match(r"^ray_swe_rl_(\w+)\{(.*)\} (\S+)$", line)
         if m and f'run="{run}"' in m.group(2):
             out[m.group(1)] = float(m.group(3))
     return out
@@ -92,10 +92,18 @@ def job_run(tmp_path_factory) -> JobRun:
     dashboard_port, agent_port = (s.getsockname()[1] for s in socks)
     for s in socks:
         s.close()
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "node_ip_address": "127.0.0.1", "include_dashboard": True, "dashboard_host": "127.0.0.1",
-        "dashboard_port": dashboard_port, "dashboard_agent_listen_port": agent_port,
-        "_system_config": {"metrics_report_interval_ms": 500}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "node_ip_address": "127.0.0.1",
+            "include_dashboard": True,
+            "dashboard_host": "127.0.0.1",
+            "dashboard_port": dashboard_port,
+            "dashboard_agent_listen_port": agent_port,
+            "_system_config": {"metrics_report_interval_ms": 500},
+        },
+    )
     run_dir = tmp_path_factory.mktemp("job") / "job"
     try:
         client = JobSubmissionClient(f"http://127.0.0.1:{dashboard_port}")
@@ -103,8 +111,20 @@ def job_run(tmp_path_factory) -> JobRun:
             entrypoint=f"{sys.executable} train.py experiment=smoke trainer.steps=3 run_dir={run_dir}",
             # The code travels with the job; data, weights and caches do not (they live on
             # shared storage on a cluster; here the model cache is rebuilt in the job's copy).
-            runtime_env={"working_dir": str(REPO), "excludes": [".venv", ".cache", ".git", "runs", "outputs",
-                                                                 ".pytest_cache", ".hypothesis", "__pycache__"]})
+            runtime_env={
+                "working_dir": str(REPO),
+                "excludes": [
+                    ".venv",
+                    ".cache",
+                    ".git",
+                    "runs",
+                    "outputs",
+                    ".pytest_cache",
+                    ".hypothesis",
+                    "__pycache__",
+                ],
+            },
+        )
         # The dashboard answers before the node's job agent has registered (seconds; more on a
         # loaded machine), and refuses jobs until then: retry that one refusal for a while.
         agent_deadline = time.monotonic() + 60

@@ -7,14 +7,22 @@ import json
 
 
 def test_async_mode_overlaps_and_bounds_staleness(tmp_path, train_cli):
-    proc = train_cli(tmp_path / "run", "trainer.mode=async", "trainer.max_staleness=1", "trainer.steps=3",
-                     "trainer.verify_sync=false")
+    proc = train_cli(
+        tmp_path / "run",
+        "trainer.mode=async",
+        "trainer.max_staleness=1",
+        "trainer.steps=3",
+        "trainer.verify_sync=false",
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2, 3]
     for m in metrics:
         assert m["num_rollouts"] == 32 and m["staleness_max"] <= 1
-        rows = [json.loads(line) for line in (tmp_path / "run" / "rollouts" / f"step_{m['step']:06d}.jsonl").read_text().splitlines()]
+        rows = [
+            json.loads(line)
+            for line in (tmp_path / "run" / "rollouts" / f"step_{m['step']:06d}.jsonl").read_text().splitlines()
+        ]
         versions = {r["policy_version"] for r in rows if r["finish_reason"] != "oracle"}
         assert all(m["policy_version"] - 1 - v <= 1 for v in versions)
     # Steps 2 and 3 consumed rollouts generated before the previous update finished: the

@@ -3,13 +3,16 @@
 import pytest
 
 
-@pytest.mark.parametrize("override, message", [
-    ("group_size=1", "[error] group_size=1: GRPO needs at least 2 samples per group"),
-    ("learner.aggregation=sum", "[error] learner.aggregation='sum': accepted values are"),
-    ("data.path=/no/such/dir", "[error] data.path='/no/such/dir': no such file or directory"),
-    # More rollout actors than 2 CPUs hold: refused at start-up instead of waiting forever.
-    ("rollout.num_actors=10", "[error] the cluster cannot hold this config: 6.5 CPU in total"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("group_size=1", "[error] group_size=1: GRPO needs at least 2 samples per group"),
+        ("learner.aggregation=sum", "[error] learner.aggregation='sum': accepted values are"),
+        ("data.path=/no/such/dir", "[error] data.path='/no/such/dir': no such file or directory"),
+        # More rollout actors than 2 CPUs hold: refused at start-up instead of waiting forever.
+        ("rollout.num_actors=10", "[error] the cluster cannot hold this config: 6.5 CPU in total"),
+    ],
+)
 def test_bad_config_is_refused_by_name(train_cli, tmp_path, override, message):
     proc = train_cli(tmp_path / "run", override, timeout=300)
     assert proc.returncode == 2

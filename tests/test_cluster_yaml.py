@@ -51,6 +51,7 @@ def _cluster_gpus(cfg: dict) -> int:
 
 # -- cluster.yaml ---------------------------------------------------------------------------
 
+
 def test_ray_validates_the_cluster_yaml_and_it_describes_512_gpus():
     cfg = _prepared(_raw())
     workers = _workers(cfg)
@@ -110,15 +111,22 @@ def test_setup_installs_the_gpu_extra_on_python_311_and_shares_storage_and_token
     assert cfg["file_mounts"] == {"~/swe-rl-ray": ".", "~/.ray/auth_token": "~/.ray/auth_token"}
 
 
-@pytest.mark.parametrize("break_it", [
-    pytest.param(lambda c: c.__setitem__("max_worker", c.pop("max_workers")), id="typo-top-level-key"),
-    pytest.param(lambda c: c["available_node_types"]["p5"].__setitem__("min_worker", 64), id="typo-node-type-key"),
-    pytest.param(lambda c: c["available_node_types"]["p5"]["resources"].__setitem__("GPU", "8"), id="gpu-count-as-string"),
-    pytest.param(lambda c: c["available_node_types"]["p5"]["resources"].__setitem__("GPU", -8), id="negative-gpus"),
-    pytest.param(lambda c: c.__setitem__("max_workers", "64"), id="worker-count-as-string"),
-    pytest.param(lambda c: c["provider"].__setitem__("security_group", {"GroupName": "x", "Ingress": []}),
-                 id="unknown-security-group-field"),
-])
+@pytest.mark.parametrize(
+    "break_it",
+    [
+        pytest.param(lambda c: c.__setitem__("max_worker", c.pop("max_workers")), id="typo-top-level-key"),
+        pytest.param(lambda c: c["available_node_types"]["p5"].__setitem__("min_worker", 64), id="typo-node-type-key"),
+        pytest.param(
+            lambda c: c["available_node_types"]["p5"]["resources"].__setitem__("GPU", "8"), id="gpu-count-as-string"
+        ),
+        pytest.param(lambda c: c["available_node_types"]["p5"]["resources"].__setitem__("GPU", -8), id="negative-gpus"),
+        pytest.param(lambda c: c.__setitem__("max_workers", "64"), id="worker-count-as-string"),
+        pytest.param(
+            lambda c: c["provider"].__setitem__("security_group", {"GroupName": "x", "Ingress": []}),
+            id="unknown-security-group-field",
+        ),
+    ],
+)
 def test_the_validator_rejects_a_broken_variant(break_it):
     raw = _raw()
     break_it(raw)
@@ -128,6 +136,7 @@ def test_the_validator_rejects_a_broken_variant(break_it):
 
 # -- the p5_512 preset ----------------------------------------------------------------------
 
+
 def _preset() -> config.TrainConfig:
     with initialize(config_path="../conf", version_base=None):
         return config.load(compose("config", overrides=["cluster=p5_512"]))
@@ -135,8 +144,12 @@ def _preset() -> config.TrainConfig:
 
 def _stated_split() -> dict[str, int]:
     """The preset's own comment: '# GPU split: rollout E engines x G GPUs = R, learner N ranks x 1 GPU = L, total T of C'."""
-    m = re.search(r"^# GPU split: rollout (\d+) engines x (\d+) GPUs = (\d+), learner (\d+) ranks x (\d+) GPU = (\d+), "
-                  r"total (\d+) of (\d+)$", PRESET_YAML.read_text(), re.MULTILINE)
+    m = re.search(
+        r"^# GPU split: rollout (\d+) engines x (\d+) GPUs = (\d+), learner (\d+) ranks x (\d+) GPU = (\d+), "
+        r"total (\d+) of (\d+)$",
+        PRESET_YAML.read_text(),
+        re.MULTILINE,
+    )
     assert m, "p5_512.yaml lost its '# GPU split: ...' comment line"
     keys = ("engines", "gpus_per_engine", "rollout", "ranks", "gpus_per_rank", "learner", "total", "cluster")
     return dict(zip(keys, map(int, m.groups()), strict=True))
@@ -157,10 +170,16 @@ def test_the_preset_gpu_split_fits_the_cluster_and_matches_its_comment():
     cfg, stated, cluster = _preset(), _stated_split(), _prepared(_raw())
     rollout_gpus = cfg.rollout.num_actors * cfg.rollout.num_gpus
     learner_gpus = cfg.learner.num_ranks * cfg.learner.num_gpus_per_rank
-    assert (cfg.rollout.num_actors, cfg.rollout.num_gpus, rollout_gpus) == \
-        (stated["engines"], stated["gpus_per_engine"], stated["rollout"])
-    assert (cfg.learner.num_ranks, cfg.learner.num_gpus_per_rank, learner_gpus) == \
-        (stated["ranks"], stated["gpus_per_rank"], stated["learner"])
+    assert (cfg.rollout.num_actors, cfg.rollout.num_gpus, rollout_gpus) == (
+        stated["engines"],
+        stated["gpus_per_engine"],
+        stated["rollout"],
+    )
+    assert (cfg.learner.num_ranks, cfg.learner.num_gpus_per_rank, learner_gpus) == (
+        stated["ranks"],
+        stated["gpus_per_rank"],
+        stated["learner"],
+    )
     assert rollout_gpus + learner_gpus == stated["total"] <= stated["cluster"] == _cluster_gpus(cluster) == 512
     # An engine's TP workers use its actor's GPUs, which Ray gives from one node.
     gpus_per_node = cluster["available_node_types"]["p5"]["resources"]["GPU"]
@@ -180,8 +199,9 @@ def test_the_preset_fits_node_by_node():
     assert engine_nodes + learner_nodes <= nodes
     assert engines_per_node * cfg.rollout.num_cpus <= cpus
     assert ranks_per_node * cfg.learner.num_cpus_per_rank <= cpus
-    spare = (engine_nodes * (cpus - engines_per_node * cfg.rollout.num_cpus)
-             + learner_nodes * (cpus - ranks_per_node * cfg.learner.num_cpus_per_rank))
+    spare = engine_nodes * (cpus - engines_per_node * cfg.rollout.num_cpus) + learner_nodes * (
+        cpus - ranks_per_node * cfg.learner.num_cpus_per_rank
+    )
     assert cfg.reward.num_workers * cfg.reward.num_cpus <= spare
     # The busiest rank runs the step's rollouts in one micro-batch (ZeRO-3 gathers once), as the
     # preset's comment says; snake_order deals them at most ceil(rows / ranks) per rank.

@@ -21,8 +21,7 @@ REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
 def smoke_config(run_dir, *overrides: str) -> config.TrainConfig:
     config.register()
     with initialize(config_path="../conf", version_base=None):
-        return config.load(compose("config", overrides=["experiment=smoke", f"run_dir={run_dir}",
-                                                        *overrides]))
+        return config.load(compose("config", overrides=["experiment=smoke", f"run_dir={run_dir}", *overrides]))
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +96,17 @@ def test_actor_added_on_a_new_node_shares_the_work_then_leaves(trainer, cluster)
     assert metrics["rollout_actors"] == 2 and metrics["sync_probe_diff_after"] < 1e-4
 
     # Scale back down from outside the job: the control command talks to the named actor.
-    cmd = [sys.executable, "-m", "actors.control", "--address", cluster.address, "--run", trainer.run_dir.name, "--actors", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "actors.control",
+        "--address",
+        cluster.address,
+        "--run",
+        trainer.run_dir.name,
+        "--actors",
+        "1",
+    ]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "'wanted': 1" in out.stdout

@@ -53,12 +53,28 @@ def test_sft_then_grpo_raises_the_reward(one_instance, tmp_path):
 
     config.register()
     with initialize(config_path="../conf", version_base=None):
-        cfg = config.load(compose("config", overrides=[
-            "experiment=smoke", f"run_dir={tmp_path / 'run'}", f"data.path={one_instance}",
-            # One instance, four times per step: also checks that a step may hold an instance twice.
-            "trainer.prompts_per_step=4", "trainer.steps=16", "trainer.verify_sync=false", "trainer.checkpoint_every=1000",
-            "rollout.oracle_samples_per_group=0", "rollout.max_new_tokens=256",
-            "learner.sft_steps=60", "learner.sft_lr=3e-3", "learner.lr=1e-4", "learner.micro_batch_size=4", "seed=0"]))
+        cfg = config.load(
+            compose(
+                "config",
+                overrides=[
+                    "experiment=smoke",
+                    f"run_dir={tmp_path / 'run'}",
+                    f"data.path={one_instance}",
+                    # One instance, four times per step: also checks that a step may hold an instance twice.
+                    "trainer.prompts_per_step=4",
+                    "trainer.steps=16",
+                    "trainer.verify_sync=false",
+                    "trainer.checkpoint_every=1000",
+                    "rollout.oracle_samples_per_group=0",
+                    "rollout.max_new_tokens=256",
+                    "learner.sft_steps=60",
+                    "learner.sft_lr=3e-3",
+                    "learner.lr=1e-4",
+                    "learner.micro_batch_size=4",
+                    "seed=0",
+                ],
+            )
+        )
     loopback_only()
     trainer = train.Trainer(cfg)
     try:
@@ -76,6 +92,8 @@ def test_sft_then_grpo_raises_the_reward(one_instance, tmp_path):
     finally:
         trainer.shutdown()
         ray.shutdown()
-    print(f"fixed-seed reward: untrained {untrained:.3f}, after SFT {before:.3f}, after {cfg.trainer.steps} GRPO steps {after:.3f}")
+    print(
+        f"fixed-seed reward: untrained {untrained:.3f}, after SFT {before:.3f}, after {cfg.trainer.steps} GRPO steps {after:.3f}"
+    )
     assert before - untrained >= SFT_MIN_GAIN, f"SFT: {untrained:.3f} -> {before:.3f}"
     assert after - before >= GRPO_MIN_GAIN, f"GRPO: {before:.3f} -> {after:.3f}"

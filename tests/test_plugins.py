@@ -58,7 +58,9 @@ class Files(WeightTransport):
             paths.append(str(path))
         return paths
 
-    def receive(self, plan: Sequence[Bucket], payload: list[str], device: torch.device) -> Iterator[tuple[str, torch.Tensor]]:
+    def receive(
+        self, plan: Sequence[Bucket], payload: list[str], device: torch.device
+    ) -> Iterator[tuple[str, torch.Tensor]]:
         for bucket, path in zip(plan, payload, strict=True):
             flat = torch.frombuffer(bytearray(Path(path).read_bytes()), dtype=DTYPES[bucket.dtype]).to(device)
             yield from unpack(bucket, flat)
@@ -94,9 +96,19 @@ def test_plugins_defined_here_run_a_training_step(registered, tmp_path):
     Path(Files.root).mkdir()
     config.register()
     with initialize(config_path="../conf", version_base=None):
-        cfg = config.load(compose("config", overrides=[
-            "experiment=smoke", f"run_dir={tmp_path / 'run'}", "trainer.steps=1", "reward.kind=has_solution",
-            "trainer.weight_transport=files", "learner.advantage=signs"]))
+        cfg = config.load(
+            compose(
+                "config",
+                overrides=[
+                    "experiment=smoke",
+                    f"run_dir={tmp_path / 'run'}",
+                    "trainer.steps=1",
+                    "reward.kind=has_solution",
+                    "trainer.weight_transport=files",
+                    "learner.advantage=signs",
+                ],
+            )
+        )
     loopback_only()
     trainer = train.Trainer(cfg)
     try:

@@ -39,7 +39,11 @@ def test_resume_continues_exactly_where_it_stopped(resumed, job_run):
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     # Appended, never rewritten: the lost line stays, the step's new line comes last.
     assert [(m["step"], m.get("lost"), m.get("rerun")) for m in metrics] == [
-        (1, None, None), (2, None, None), (3, True, None), (3, None, True)]
+        (1, None, None),
+        (2, None, None),
+        (3, True, None),
+        (3, None, True),
+    ]
     assert "steps 3-3 were logged after the last checkpoint" in out
     uninterrupted = job_run.run_dir
     for step in (1, 2, 3):

@@ -39,8 +39,19 @@ def test_learner_changed_and_the_broadcast_landed(smoke_run):
 
 
 def test_metrics_have_the_documented_fields(smoke_run):
-    required = {"step", "policy_version", "num_rollouts", "reward_mean", "reward_std", "format_error_rate",
-                "generate_s", "reward_s", "train_s", "sync_s", "gen_tokens_per_s"}
+    required = {
+        "step",
+        "policy_version",
+        "num_rollouts",
+        "reward_mean",
+        "reward_std",
+        "format_error_rate",
+        "generate_s",
+        "reward_s",
+        "train_s",
+        "sync_s",
+        "gen_tokens_per_s",
+    }
     for m in smoke_run.metrics():
         assert required <= set(m)
         assert m["gen_tokens_per_s"] > 0 and m["train_s"] > 0
@@ -63,8 +74,12 @@ def test_random_model_fails_the_format(smoke_run, field):
 def test_readme_documents_every_metrics_key_and_no_other(smoke_run):
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     table = readme.split("### Metrics", 1)[1].split("\n#", 1)[0]
-    documented = {key for line in table.splitlines() if line.startswith("| `")
-                  for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])}
+    documented = {
+        key
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])
+    }
     logged = set().union(*(m.keys() for m in smoke_run.metrics()))
     assert logged - documented == set(), "logged but not in the README's metrics table"
     assert documented - logged == {"rerun"}, "in the README's metrics table but never logged"

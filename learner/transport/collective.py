@@ -124,7 +124,9 @@ def send(group: dist.ProcessGroup, flats: Iterable[torch.Tensor]) -> int:
     return sent
 
 
-def receive(group: dist.ProcessGroup, plan: Sequence[Bucket], device: torch.device) -> Iterator[tuple[str, torch.Tensor]]:
+def receive(
+    group: dist.ProcessGroup, plan: Sequence[Bucket], device: torch.device
+) -> Iterator[tuple[str, torch.Tensor]]:
     """Receiver side: yields (name, tensor) bucket by bucket as broadcasts arrive. Bucket k+1
     is already posted while the engine loads bucket k (double buffering). A fresh buffer per
     bucket: the engine's layerwise loader may hold views until a layer is complete."""

@@ -26,8 +26,9 @@ def to_array(flat: torch.Tensor) -> np.ndarray:
     return (flat.view(torch.int16) if flat.dtype == torch.bfloat16 else flat).numpy()
 
 
-def from_arrays(plan: Sequence[Bucket], arrays: Sequence[np.ndarray], device: torch.device
-                ) -> Iterator[tuple[str, torch.Tensor]]:
+def from_arrays(
+    plan: Sequence[Bucket], arrays: Sequence[np.ndarray], device: torch.device
+) -> Iterator[tuple[str, torch.Tensor]]:
     """The buckets' (name, tensor) views from their arrays (a copy: object-store arrays are read-only)."""
     for bucket, arr in zip(plan, arrays, strict=True):
         flat = torch.from_numpy(np.array(arr, copy=True)).to(device)

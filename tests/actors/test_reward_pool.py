@@ -19,7 +19,7 @@ from reward import oracle_answer, score_output
 from reward.kinds import Similarity
 
 
-def RewardInstance(code_context: dict, oracle_new_content: dict) -> Instance:  # noqa: N802 - reads as the type it builds
+def RewardInstance(code_context: dict, oracle_new_content: dict) -> Instance:
     """An instance with just the files the similarity reward reads."""
     return Instance("t", "o/r", "c", "bug", "", None, code_context, oracle_new_content)
 
@@ -29,8 +29,11 @@ INSTANCES = {
     "two": RewardInstance({"b.py": "def f():\n    pass\n"}, {"b.py": "def f():\n    return 0\n", "c.py": "C = 1\n"}),
 }
 OUTPUTS = {
-    iid: [oracle_answer(inst.code_context, inst.oracle_new_content), "no tags at all",
-          "<think>t</think><solution>```\n### a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 5\n>>>>>>> REPLACE\n```</solution>"]
+    iid: [
+        oracle_answer(inst.code_context, inst.oracle_new_content),
+        "no tags at all",
+        "<think>t</think><solution>```\n### a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 5\n>>>>>>> REPLACE\n```</solution>",
+    ]
     for iid, inst in INSTANCES.items()
 }
 
@@ -45,9 +48,18 @@ def make_jobs(count: int) -> list[ScoreJob]:
 
 
 def expected(jobs: list[ScoreJob]) -> list[ScoredJob]:
-    return [ScoredJob(job.rollout_id, score_output(INSTANCES[job.instance_id].code_context,
-                                                   INSTANCES[job.instance_id].oracle_new_content, job.output,
-                                                   max_pair_seconds=10.0)) for job in jobs]
+    return [
+        ScoredJob(
+            job.rollout_id,
+            score_output(
+                INSTANCES[job.instance_id].code_context,
+                INSTANCES[job.instance_id].oracle_new_content,
+                job.output,
+                max_pair_seconds=10.0,
+            ),
+        )
+        for job in jobs
+    ]
 
 
 def test_worker_without_ray_scores_in_order_and_never_raises() -> None:
@@ -97,7 +109,9 @@ def slow_instance(chars: int) -> tuple[RewardInstance, str]:
     line = "".join(rng.choice("ab") for _ in range(chars))
     other = "".join(rng.choice("ab") for _ in range(chars))
     instance = RewardInstance({"s.py": ""}, {"s.py": line + "\n"})
-    output = f"<think>t</think><solution>```\n### s.py\n<<<<<<< SEARCH\n\n=======\n{other}\n>>>>>>> REPLACE\n```</solution>"
+    output = (
+        f"<think>t</think><solution>```\n### s.py\n<<<<<<< SEARCH\n\n=======\n{other}\n>>>>>>> REPLACE\n```</solution>"
+    )
     return instance, output
 
 
@@ -115,9 +129,15 @@ def test_killed_worker_is_replaced_and_its_batch_redone(local_ray: None) -> None
         scored = pool.score(jobs, instances)
         killer.join()
         assert time.monotonic() - started < 60
-        want = [ScoredJob(j.rollout_id, score_output(instances[j.instance_id].code_context,
-                                                     instances[j.instance_id].oracle_new_content, j.output))
-                for j in jobs]
+        want = [
+            ScoredJob(
+                j.rollout_id,
+                score_output(
+                    instances[j.instance_id].code_context, instances[j.instance_id].oracle_new_content, j.output
+                ),
+            )
+            for j in jobs
+        ]
         assert scored == want
         assert pool.stats()["reward_actor_restarts"] == 1
         assert pool.stats()["reward_lost_jobs"] == 0

@@ -10,10 +10,19 @@ import torch
 from learner.transport import buckets, collective, object_store
 
 # The protocol's functions under one name, as the tests used them before the package split.
-ws = SimpleNamespace(plan_buckets=buckets.plan_buckets, pack=buckets.pack, unpack=buckets.unpack, digest=buckets.digest,
-                     to_array=object_store.to_array, listen_socket=collective.listen_socket,
-                     SyncGroupSpec=collective.SyncGroupSpec, join_group=collective.join_group, send=collective.send,
-                     receive=collective.receive, _new_backend=collective._new_backend)
+ws = SimpleNamespace(
+    plan_buckets=buckets.plan_buckets,
+    pack=buckets.pack,
+    unpack=buckets.unpack,
+    digest=buckets.digest,
+    to_array=object_store.to_array,
+    listen_socket=collective.listen_socket,
+    SyncGroupSpec=collective.SyncGroupSpec,
+    join_group=collective.join_group,
+    send=collective.send,
+    receive=collective.receive,
+    _new_backend=collective._new_backend,
+)
 
 
 def from_arrays(plan, arrays, device, digests):
@@ -25,8 +34,13 @@ def from_arrays(plan, arrays, device, digests):
 
 
 def test_plan_buckets_respects_size_and_dtype():
-    params = [("a", (4, 4), "float32"), ("b", (8,), "float32"), ("c", (100,), "float32"),
-              ("d", (2,), "bfloat16"), ("e", (3,), "float32")]
+    params = [
+        ("a", (4, 4), "float32"),
+        ("b", (8,), "float32"),
+        ("c", (100,), "float32"),
+        ("d", (2,), "bfloat16"),
+        ("e", (3,), "float32"),
+    ]
     plan = ws.plan_buckets(params, bucket_bytes=128)  # 32 floats per bucket
     assert [[s.name for s in b.slots] for b in plan] == [["a", "b"], ["c"], ["d"], ["e"]]
     assert plan[0].numel == 24 and plan[0].slots[1].offset == 16
@@ -56,8 +70,9 @@ def _receiver(rank, spec, plan, queue):
 
 
 def test_gloo_broadcast_delivers_every_tensor_to_every_receiver():
-    plan = ws.plan_buckets([("w1", (64, 32), "float32"), ("b1", (32,), "float32"), ("w2", (32, 16), "float32")],
-                           bucket_bytes=4096)
+    plan = ws.plan_buckets(
+        [("w1", (64, 32), "float32"), ("b1", (32,), "float32"), ("w2", (32, 16), "float32")], bucket_bytes=4096
+    )
     assert len(plan) >= 2  # several buckets travel, in order
     listen = ws.listen_socket("127.0.0.1")
     spec = ws.SyncGroupSpec("127.0.0.1", listen.getsockname()[1], world_size=3, backend="gloo", timeout_s=60)

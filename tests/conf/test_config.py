@@ -30,17 +30,20 @@ def test_unknown_key_is_rejected_with_its_name():
         _compose("learner.lrr=1")
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(trainer=dict(mode="fast")), "trainer.mode='fast': accepted values are 'sync', 'async'"),
-    (dict(trainer=dict(mode="async", max_staleness=0)), "trainer.max_staleness=0"),
-    (dict(learner=dict(aggregation="sum")), "learner.aggregation='sum'"),
-    (dict(group_size=1), "group_size=1"),
-    (dict(learner=dict(micro_batch_size=0)), "learner.micro_batch_size=0: must be >= 1"),
-    (dict(learner=dict(zero_stage=4)), "learner.zero_stage=4: accepted values are 1, 2, 3"),
-    (dict(rollout=dict(oracle_samples_per_group=16)), "rollout.oracle_samples_per_group=16"),
-    (dict(rollout=dict(temperature=0.0)), "rollout.temperature"),
-    (dict(rollout=dict(max_model_len=1024)), "must fit rollout.max_model_len"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(trainer=dict(mode="fast")), "trainer.mode='fast': accepted values are 'sync', 'async'"),
+        (dict(trainer=dict(mode="async", max_staleness=0)), "trainer.max_staleness=0"),
+        (dict(learner=dict(aggregation="sum")), "learner.aggregation='sum'"),
+        (dict(group_size=1), "group_size=1"),
+        (dict(learner=dict(micro_batch_size=0)), "learner.micro_batch_size=0: must be >= 1"),
+        (dict(learner=dict(zero_stage=4)), "learner.zero_stage=4: accepted values are 1, 2, 3"),
+        (dict(rollout=dict(oracle_samples_per_group=16)), "rollout.oracle_samples_per_group=16"),
+        (dict(rollout=dict(temperature=0.0)), "rollout.temperature"),
+        (dict(rollout=dict(max_model_len=1024)), "must fit rollout.max_model_len"),
+    ],
+)
 def test_validation_names_the_field(change, message):
     cfg = config.TrainConfig()
     for key, value in change.items():
@@ -56,8 +59,16 @@ def test_every_field_has_a_comment():
     import inspect
 
     source = inspect.getsource(config)
-    for cls in (config.ModelConfig, config.DataConfig, config.RolloutConfig, config.RewardConfig,
-                config.LearnerConfig, config.TrainerConfig, config.RayConfig, config.TrainConfig):
+    for cls in (
+        config.ModelConfig,
+        config.DataConfig,
+        config.RolloutConfig,
+        config.RewardConfig,
+        config.LearnerConfig,
+        config.TrainerConfig,
+        config.RayConfig,
+        config.TrainConfig,
+    ):
         lines = inspect.getsource(cls).splitlines()
         for f in dataclasses.fields(cls):
             idx = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{f.name}:"))
@@ -71,4 +82,6 @@ def test_docs_config_is_generated_from_the_schema():
     from conf.reference import render
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "config.md"
-    assert doc.read_text().strip() == render().strip(), "docs/config.md is stale: run `python -m conf.reference > docs/config.md`"
+    assert doc.read_text().strip() == render().strip(), (
+        "docs/config.md is stale: run `python -m conf.reference > docs/config.md`"
+    )

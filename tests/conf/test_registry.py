@@ -18,12 +18,15 @@ def _with(**changes: dict) -> config.TrainConfig:
     return cfg
 
 
-@pytest.mark.parametrize("section, key, registered", [
-    ("reward", "kind", "'similarity'"),
-    ("learner", "advantage", "'grpo', 'dr_grpo', 'rloo'"),
-    ("learner", "loss", "'ppo_token'"),
-    ("trainer", "weight_transport", "'collective', 'object_store'"),
-])
+@pytest.mark.parametrize(
+    "section, key, registered",
+    [
+        ("reward", "kind", "'similarity'"),
+        ("learner", "advantage", "'grpo', 'dr_grpo', 'rloo'"),
+        ("learner", "loss", "'ppo_token'"),
+        ("trainer", "weight_transport", "'collective', 'object_store'"),
+    ],
+)
 def test_an_unknown_name_lists_the_registered_ones(section, key, registered):
     with pytest.raises(config.ConfigError, match=f"{section}.{key}='nope': accepted values are {registered}"):
         config.validate(_with(**{section: {key: "nope"}}))

@@ -46,8 +46,9 @@ def _rows(out: Path) -> list[dict]:
     return pads.dataset(out).to_table().to_pylist()
 
 
-def test_cli_prints_the_summary_and_inspect_shows_an_instance(synthetic: Path, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_the_summary_and_inspect_shows_an_instance(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     assert main(["--git", str(synthetic), "--out", str(out), "--no-filter-bots"]) == 0
     printed = capsys.readouterr().out
@@ -65,8 +66,24 @@ def test_cli_prints_the_summary_and_inspect_shows_an_instance(synthetic: Path, t
 
 
 def test_flags_map_onto_the_config() -> None:
-    cfg = parse_args(["--git", "a", "--git", "b", "--out", "o", "--max-hunks", "7", "--filter-require-linked-issue",
-                      "--no-filter-dedupe", "--relevant-files", "0", "--workers", "2"])
+    cfg = parse_args(
+        [
+            "--git",
+            "a",
+            "--git",
+            "b",
+            "--out",
+            "o",
+            "--max-hunks",
+            "7",
+            "--filter-require-linked-issue",
+            "--no-filter-dedupe",
+            "--relevant-files",
+            "0",
+            "--workers",
+            "2",
+        ]
+    )
     assert cfg.git == ("a", "b") and cfg.relevant_files == 0 and cfg.workers == 2
     assert cfg.filters == FilterConfig(max_hunks=7, require_linked_issue=True, dedupe=False)
     assert parse_args(["--git", "a", "--out", "o"]).filters == FilterConfig()
@@ -98,21 +115,21 @@ def _listening_off_loopback() -> list[str]:
     return [" ".join(f) for f in mine if not f[3].startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:"))]
 
 
-def test_ray_with_two_workers_gives_the_in_process_result(synthetic: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_with_two_workers_gives_the_in_process_result(
+    synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     local = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "local"), shard_size=7))
     check_sockets = shutil.which("ss") is not None and shutil.which("ps") is not None
     sockets: list[list[str]] = []
     real = build_mod.map_on_ray
 
-    def spy(*args, **kw):  # noqa: ANN002, ANN003, ANN202 (records the sockets while Ray runs)
+    def spy(*args, **kw):
         if check_sockets:
             sockets.append(_listening_off_loopback())
         yield from real(*args, **kw)
 
     monkeypatch.setattr(build_mod, "map_on_ray", spy)
-    on_ray = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "ray"), shard_size=7,
-                               workers=2, chunk_size=3))
+    on_ray = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "ray"), shard_size=7, workers=2, chunk_size=3))
     assert sockets in ([], [[]])  # every socket of the local Ray is on 127.0.0.1
     assert on_ray["parallel"] == {"mode": "ray", "workers": 2}
     assert on_ray["counts"] == local["counts"] and on_ray["shards"] == local["shards"]
@@ -132,24 +149,45 @@ def test_bad_inputs_name_the_path_line_or_field(tmp_path: Path, capsys: pytest.C
     with pytest.raises(InputError, match=r"issues.jsonl: line 1: missing field 'title'"):
         read_issue_index([str(bad)], "o/r")
     rows = tmp_path / "rows.json"
-    rows.write_text(json.dumps([{"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc",
-                                 "problem_statement": "p"}]))
+    rows.write_text(
+        json.dumps([{"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc", "problem_statement": "p"}])
+    )
     with pytest.raises(InputError, match=r"rows.json: item 0: field 'patch' is missing"):
         list(iter_swebench_rows(rows))
-    rows.write_text(json.dumps([{"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc",
-                                 "problem_statement": "p", "patch": "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"}]))
+    rows.write_text(
+        json.dumps(
+            [
+                {
+                    "instance_id": "o__r-1",
+                    "repo": "o/r",
+                    "base_commit": "abc",
+                    "problem_statement": "p",
+                    "patch": "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n",
+                }
+            ]
+        )
+    )
     assert main(["--swebench", str(rows), "--out", str(tmp_path / "o")]) == 2
     assert "item 0: the row has no code_context: pass --git" in capsys.readouterr().err
 
 
 def test_unknown_base_commit_and_other_repositories_are_counted(synthetic: Path, tmp_path: Path) -> None:
     patch = "--- a/pkg/base.py\n+++ b/pkg/base.py\n@@ -1 +1 @@\n-BASE = 1\n+BASE = 2\n"
-    first = subprocess.run(["git", "-C", str(synthetic), "rev-list", "--max-parents=0", "HEAD"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    rows = [{"instance_id": f"example__synthetic-{i}", "repo": repo, "base_commit": base,
-             "problem_statement": "base is wrong", "patch": patch}
-            for i, (repo, base) in enumerate([("example/synthetic", first), ("example/synthetic", "f" * 40),
-                                              ("other/repo", first)])]
+    first = subprocess.run(
+        ["git", "-C", str(synthetic), "rev-list", "--max-parents=0", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    rows = [
+        {
+            "instance_id": f"example__synthetic-{i}",
+            "repo": repo,
+            "base_commit": base,
+            "problem_statement": "base is wrong",
+            "patch": patch,
+        }
+        for i, (repo, base) in enumerate(
+            [("example/synthetic", first), ("example/synthetic", "f" * 40), ("other/repo", first)]
+        )
+    ]
     path = tmp_path / "rows.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
     manifest = build(BuildConfig(swebench=str(path), git=(str(synthetic),), out=str(tmp_path / "o")))
@@ -181,8 +219,9 @@ def test_real_clone_reproduces_swebench_contexts(tmp_path: Path) -> None:
     if not (REQUESTS_CLONE / "HEAD").is_file():
         pytest.skip(f"no psf/requests clone at {REQUESTS_CLONE} (set SWE_RL_REQUESTS_CLONE)")
     lite, stored = _shared("swebench_lite.json"), _shared("requests_lite.jsonl")
-    manifest = build(BuildConfig(swebench=str(lite), git=(str(REQUESTS_CLONE),), repo="psf/requests",
-                                 out=str(tmp_path)))
+    manifest = build(
+        BuildConfig(swebench=str(lite), git=(str(REQUESTS_CLONE),), repo="psf/requests", out=str(tmp_path))
+    )
     assert manifest["counts"]["kept"] == 6 and manifest["counts"]["other_repo"] == 294
     expected = {r["instance_id"]: r for r in map(json.loads, stored.read_text().splitlines())}
     for row in _rows(tmp_path):
@@ -195,8 +234,12 @@ def test_real_clone_reproduces_swebench_contexts(tmp_path: Path) -> None:
 
 def test_module_entry_points_run(synthetic: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    run = subprocess.run([sys.executable, "-m", "data.build", "--git", str(synthetic), "--out", str(out),
-                          "--limit", "5"], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "data.build", "--git", str(synthetic), "--out", str(out), "--limit", "5"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     assert "candidates                5" in run.stdout
     shown = subprocess.run([sys.executable, "-m", "data.inspect", str(out)], capture_output=True, text=True, cwd=ROOT)

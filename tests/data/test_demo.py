@@ -60,7 +60,9 @@ def test_committed_parquet_matches_the_sources():
     assert [r["instance_id"] for r in fresh_rows] == IDS, "instances added or removed: run `python -m data.demo`"
     for old, new in zip(ROWS, fresh_rows):
         for field in FIELD_NAMES:
-            assert old[field] == new[field], f"{old['instance_id']}.{field} differs from data/demo/src: run `python -m data.demo`"
+            assert old[field] == new[field], (
+                f"{old['instance_id']}.{field} differs from data/demo/src: run `python -m data.demo`"
+            )
 
 
 def test_rebuild_is_byte_identical(tmp_path):
@@ -110,7 +112,7 @@ def test_patch_reproduces_oracle_new_content(row):
     body = [line for line in row["patch"].splitlines() if not line.startswith(("+++", "---"))]
     added = sum(line.startswith("+") for line in body)
     removed = sum(line.startswith("-") for line in body)
-    assert 1 <= max(added, removed) and added <= MAX_LINES_PER_SIDE and removed <= MAX_LINES_PER_SIDE
+    assert max(added, removed) >= 1 and added <= MAX_LINES_PER_SIDE and removed <= MAX_LINES_PER_SIDE
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -124,7 +126,9 @@ def test_patches_apply_with_git(tmp_path):
             proc = subprocess.run(["git", "apply", f"{field}.diff"], cwd=work, capture_output=True, text=True)
             assert proc.returncode == 0, f"{row['instance_id']}: git apply {field}: {proc.stderr}"
             (work / f"{field}.diff").unlink()
-        written = {p.relative_to(work).as_posix(): p.read_text(encoding="utf-8") for p in work.rglob("*") if p.is_file()}
+        written = {
+            p.relative_to(work).as_posix(): p.read_text(encoding="utf-8") for p in work.rglob("*") if p.is_file()
+        }
         assert written == after | tests, row["instance_id"]
 
 
@@ -171,9 +175,15 @@ def test_pytest_from_the_repository_root_skips_the_demo_sources():
 
 def test_file_diff_of_created_and_deleted_files():
     created = unified_diff("pkg/new.py", None, "a\nb\n")
-    assert created == "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+    assert (
+        created
+        == "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+    )
     deleted = unified_diff("pkg/old.py", "x\n", None)
-    assert deleted == "diff --git a/pkg/old.py b/pkg/old.py\ndeleted file mode 100644\n--- a/pkg/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    assert (
+        deleted
+        == "diff --git a/pkg/old.py b/pkg/old.py\ndeleted file mode 100644\n--- a/pkg/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    )
 
 
 def _source(root: Path, files: Mapping[str, str]) -> Path:
@@ -196,8 +206,17 @@ def test_build_instance_with_created_deleted_and_context_files(tmp_path):
     row = demo.build_instance(src)
     assert row["repo"] == "swe-rl-demo/pkg"
     context = [(f["path"], f["content"]) for f in row["code_context"]]
-    assert context == [("pkg/a.py", "x = 1\n"), ("pkg/gone.py", "z = 1\n"), ("pkg/new.py", ""), ("pkg/util.py", "u = 0\n")]
-    assert files_to_dict(row["oracle_new_content"]) == {"pkg/a.py": "x = 2\n", "pkg/gone.py": "", "pkg/new.py": "y = 1\n"}
+    assert context == [
+        ("pkg/a.py", "x = 1\n"),
+        ("pkg/gone.py", "z = 1\n"),
+        ("pkg/new.py", ""),
+        ("pkg/util.py", "u = 0\n"),
+    ]
+    assert files_to_dict(row["oracle_new_content"]) == {
+        "pkg/a.py": "x = 2\n",
+        "pkg/gone.py": "",
+        "pkg/new.py": "y = 1\n",
+    }
     patched = apply_patch(files_to_dict(row["code_context"]), row["patch"])
     assert patched == files_to_dict(row["oracle_new_content"])
     assert apply_patch({}, row["test_patch"]) == {"tests/test_a.py": "def test(): pass\n"}

@@ -15,9 +15,16 @@ class CharTokenizer:
 
 
 def _row(i: int, size: int = 10) -> dict:
-    return {"instance_id": f"r-{i}", "repo": "o/r", "base_commit": "c" * 40, "problem_statement": f"bug {i}",
-            "patch": "", "test_patch": None, "code_context": [{"path": "a.py", "content": "x" * size}],
-            "oracle_new_content": [{"path": "a.py", "content": "y"}]}
+    return {
+        "instance_id": f"r-{i}",
+        "repo": "o/r",
+        "base_commit": "c" * 40,
+        "problem_statement": f"bug {i}",
+        "patch": "",
+        "test_patch": None,
+        "code_context": [{"path": "a.py", "content": "x" * size}],
+        "oracle_new_content": [{"path": "a.py", "content": "y"}],
+    }
 
 
 @pytest.fixture()

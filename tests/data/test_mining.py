@@ -34,21 +34,42 @@ BOT = ("dependabot[bot]", "49699333+dependabot[bot]@users.noreply.github.com")
 def make_history(path: Path) -> dict[str, str]:
     """Build the history above; return the commit ids the assertions need."""
     r = RepoBuilder(path, origin_url="git@github.com:acme/widgets.git")
-    ids = {"c0": r.commit({
-        "pkg/__init__.py": "", "pkg/util.py": UTIL, "pkg/core.py": CORE, "pkg/user.py": USER,
-        "pkg/other.py": "X = 1\n", "pkg/old.py": OLD, "pkg/gone.py": GONE,
-        "pkg/latin.py": "NAME = 'x'\n", "README.md": "# widgets\n",
-        "tests/test_core.py": "def test():\n    pass\n"}, "Initial commit")}
+    ids = {
+        "c0": r.commit(
+            {
+                "pkg/__init__.py": "",
+                "pkg/util.py": UTIL,
+                "pkg/core.py": CORE,
+                "pkg/user.py": USER,
+                "pkg/other.py": "X = 1\n",
+                "pkg/old.py": OLD,
+                "pkg/gone.py": GONE,
+                "pkg/latin.py": "NAME = 'x'\n",
+                "README.md": "# widgets\n",
+                "tests/test_core.py": "def test():\n    pass\n",
+            },
+            "Initial commit",
+        )
+    }
     r.checkout("main", new_branch="fix-parse")
-    ids["head1"] = r.commit({"pkg/core.py": CORE_FIXED, "tests/test_core.py": "def test():\n    assert 1\n"},
-                            "Handle strings\n\ncloses #101")
+    ids["head1"] = r.commit(
+        {"pkg/core.py": CORE_FIXED, "tests/test_core.py": "def test():\n    assert 1\n"},
+        "Handle strings\n\ncloses #101",
+    )
     r.checkout("main")
     ids["sq2"] = r.squash_pr(2, "Tune other", {"pkg/other.py": "X = 2\n"})
-    r.git("merge", "-q", "--no-ff", "-m", "Merge pull request #1 from alice/fix-parse\n\nFix parse, fixes #100",
-          "fix-parse")
+    r.git(
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "Merge pull request #1 from alice/fix-parse\n\nFix parse, fixes #100",
+        "fix-parse",
+    )
     ids["m1"] = r.git("rev-parse", "HEAD")
-    r.merge_pr(3, "Update dep", [({"pkg/other.py": "X = 3\n"}, "Update dep")], author=BOT,
-               branch="dependabot/pip/dep-3")
+    r.merge_pr(
+        3, "Update dep", [({"pkg/other.py": "X = 3\n"}, "Update dep")], author=BOT, branch="dependabot/pip/dep-3"
+    )
     r.squash_pr(4, "Bump version to 2", {"pkg/__init__.py": "VERSION = 2\n"})
     r.squash_pr(5, "Rename old to new", {"pkg/old.py": None, "pkg/new.py": OLD.replace("return 9", "return 99")})
     r.squash_pr(6, "Remove gone", {"pkg/gone.py": None})
@@ -101,8 +122,17 @@ def test_recognises_merges_squashes_and_pull_refs(history: tuple[Path, dict[str,
 def test_counts_per_filter(built: tuple[dict, dict]) -> None:
     manifest, _ = built
     nonzero = {k: v for k, v in manifest["counts"].items() if v}
-    assert nonzero == {"kept": 6, "bot": 2, "binary": 1, "undecodable": 1, "tests_only": 1,
-                       "no_code": 1, "too_many_files": 1, "duplicate": 1, "empty": 1}
+    assert nonzero == {
+        "kept": 6,
+        "bot": 2,
+        "binary": 1,
+        "undecodable": 1,
+        "tests_only": 1,
+        "no_code": 1,
+        "too_many_files": 1,
+        "duplicate": 1,
+        "empty": 1,
+    }
     assert manifest["candidates"] == 15
     assert manifest["source"]["repositories"][0]["repo"] == "acme/widgets"  # from the origin URL
 
@@ -140,7 +170,8 @@ def test_rename_deletion_and_pull_ref_instances(built: tuple[dict, dict]) -> Non
 
 
 def test_bare_mirror_and_plain_clone_give_the_same_instances(
-        history: tuple[Path, dict[str, str]], built: tuple[dict, dict], tmp_path: Path) -> None:
+    history: tuple[Path, dict[str, str]], built: tuple[dict, dict], tmp_path: Path
+) -> None:
     bare, plain = tmp_path / "bare.git", tmp_path / "plain"
     subprocess.run(["git", "clone", "-q", "--mirror", str(history[0]), str(bare)], check=True)
     subprocess.run(["git", "clone", "-q", str(history[0]), str(plain)], check=True)
@@ -154,27 +185,33 @@ def test_bare_mirror_and_plain_clone_give_the_same_instances(
 
 def test_issue_dump_supplies_problem_statements(history: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     dump = tmp_path / "issues.jsonl"
-    dump.write_text("\n".join([
-        '{"number": 100, "title": "parse fails on strings", "body": "parse(\'1\') raises", '
-        '"user": {"login": "bob"}, "repository_url": "https://api.github.com/repos/acme/widgets"}',
-        '{"type": "IssuesEvent", "repo": {"name": "acme/widgets"}, "payload": {"action": "opened", '
-        '"issue": {"number": 101, "title": "old title", "body": null}}}',
-        '{"type": "IssuesEvent", "repo": {"name": "acme/widgets"}, "payload": {"action": "edited", '
-        '"issue": {"number": 101, "title": "strings again", "body": "still"}}}',
-        '{"type": "IssuesEvent", "repo": {"name": "other/repo"}, "payload": {"action": "opened", '
-        '"issue": {"number": 102, "title": "elsewhere", "body": ""}}}',
-        '{"type": "PullRequestEvent", "repo": {"name": "acme/widgets"}, "payload": {"number": 5, '
-        '"pull_request": {"number": 5, "title": "Rename", "body": "Resolves #102", "user": {"login": "carol"}}}}',
-        '{"type": "WatchEvent", "repo": {"name": "acme/widgets"}, "payload": {}}',
-        '{"number": 102, "title": "old.py is misnamed", "body": "rename it", '
-        '"html_url": "https://github.com/acme/widgets/issues/102"}',
-    ]) + "\n")
+    dump.write_text(
+        "\n".join(
+            [
+                '{"number": 100, "title": "parse fails on strings", "body": "parse(\'1\') raises", '
+                '"user": {"login": "bob"}, "repository_url": "https://api.github.com/repos/acme/widgets"}',
+                '{"type": "IssuesEvent", "repo": {"name": "acme/widgets"}, "payload": {"action": "opened", '
+                '"issue": {"number": 101, "title": "old title", "body": null}}}',
+                '{"type": "IssuesEvent", "repo": {"name": "acme/widgets"}, "payload": {"action": "edited", '
+                '"issue": {"number": 101, "title": "strings again", "body": "still"}}}',
+                '{"type": "IssuesEvent", "repo": {"name": "other/repo"}, "payload": {"action": "opened", '
+                '"issue": {"number": 102, "title": "elsewhere", "body": ""}}}',
+                '{"type": "PullRequestEvent", "repo": {"name": "acme/widgets"}, "payload": {"number": 5, '
+                '"pull_request": {"number": 5, "title": "Rename", "body": "Resolves #102", "user": {"login": "carol"}}}}',
+                '{"type": "WatchEvent", "repo": {"name": "acme/widgets"}, "payload": {}}',
+                '{"number": 102, "title": "old.py is misnamed", "body": "rename it", '
+                '"html_url": "https://github.com/acme/widgets/issues/102"}',
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "out"
     manifest = build(BuildConfig(git=(str(history[0]),), issues=(str(dump),), out=str(out)))
     assert {k: v for k, v in manifest["counts"].items() if v} == {"kept": 2, "bot": 2, "no_linked_issue": 11}
     rows = {r["instance_id"]: r for r in pads.dataset(out).to_table().to_pylist()}
     assert rows["acme__widgets-1"]["problem_statement"] == (
-        "parse fails on strings\nparse('1') raises\n\nstrings again\nstill")
+        "parse fails on strings\nparse('1') raises\n\nstrings again\nstill"
+    )
     assert rows["acme__widgets-1"]["problem_source"] == "issue"
     assert rows["acme__widgets-5"]["problem_statement"] == "old.py is misnamed\nrename it"
     assert rows["acme__widgets-5"]["linked_issues"] == [102]

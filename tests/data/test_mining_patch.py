@@ -35,19 +35,23 @@ def test_difflib_diffs_apply_exactly(before: list[str], after: list[str]) -> Non
 
 
 def test_no_newline_at_end_of_file_on_either_side() -> None:
-    patch = ("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n"
-             "\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
+    patch = (
+        "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n"
+        "\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+    )
     assert apply_patch({"x": "a\nb"}, patch) == {"x": "a\nc"}
     grow = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n-a\n\\ No newline at end of file\n+a\n+b\n"
     assert apply_patch({"x": "a"}, grow) == {"x": "a\nb\n"}
 
 
 def test_new_deleted_and_renamed_files() -> None:
-    patch = ("diff --git a/n.py b/n.py\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n"
-             "+++ b/n.py\n@@ -0,0 +1 @@\n+x = 1\n"
-             "diff --git a/d.py b/d.py\ndeleted file mode 100644\n--- a/d.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-y\n"
-             "diff --git a/o.py b/r.py\nsimilarity index 90%\nrename from o.py\nrename to r.py\n"
-             "--- a/o.py\n+++ b/r.py\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n")
+    patch = (
+        "diff --git a/n.py b/n.py\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n"
+        "+++ b/n.py\n@@ -0,0 +1 @@\n+x = 1\n"
+        "diff --git a/d.py b/d.py\ndeleted file mode 100644\n--- a/d.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-y\n"
+        "diff --git a/o.py b/r.py\nsimilarity index 90%\nrename from o.py\nrename to r.py\n"
+        "--- a/o.py\n+++ b/r.py\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n"
+    )
     out = apply_patch({"d.py": "y\n", "o.py": "keep\nold\n"}, patch)
     assert out == {"n.py": "x = 1\n", "d.py": "", "o.py": "", "r.py": "keep\nnew\n"}
 

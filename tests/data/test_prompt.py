@@ -20,8 +20,16 @@ def test_user_message_by_hand():
 
 
 def test_messages_and_format_instructions():
-    inst = Instance("i", "o/r", "c", problem_statement="bug", patch="", test_patch=None, code_context={"m.py": ""},
-                    oracle_new_content={})
+    inst = Instance(
+        "i",
+        "o/r",
+        "c",
+        problem_statement="bug",
+        patch="",
+        test_patch=None,
+        code_context={"m.py": ""},
+        oracle_new_content={},
+    )
     system, user = build_messages(inst)
     assert system == {"role": "system", "content": SYSTEM_PROMPT}
     assert "<think>" in SYSTEM_PROMPT and "<solution>" in SYSTEM_PROMPT

@@ -16,9 +16,17 @@ from data.synthetic import generate_history
 
 
 def _row(i: int) -> dict:
-    return {"instance_id": f"o__r-{i}", "repo": "o/r", "base_commit": "0" * 40, "problem_statement": f"p{i}",
-            "patch": f"diff {i}", "test_patch": None, "code_context": [{"path": "a.py", "content": "x"}],
-            "oracle_new_content": [{"path": "a.py", "content": "y"}], "pr_number": i}
+    return {
+        "instance_id": f"o__r-{i}",
+        "repo": "o/r",
+        "base_commit": "0" * 40,
+        "problem_statement": f"p{i}",
+        "patch": f"diff {i}",
+        "test_patch": None,
+        "code_context": [{"path": "a.py", "content": "x"}],
+        "oracle_new_content": [{"path": "a.py", "content": "y"}],
+        "pr_number": i,
+    }
 
 
 def test_shards_fill_in_order_and_only_complete_ones_are_visible(tmp_path: Path) -> None:
@@ -35,11 +43,10 @@ def test_shards_fill_in_order_and_only_complete_ones_are_visible(tmp_path: Path)
 
 
 def test_an_error_discards_the_open_shard(tmp_path: Path) -> None:
-    with pytest.raises(KeyboardInterrupt):
-        with ShardWriter(tmp_path, shard_size=3, row_group_size=1) as w:
-            for i in range(5):
-                w.write(_row(i))
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), ShardWriter(tmp_path, shard_size=3, row_group_size=1) as w:
+        for i in range(5):
+            w.write(_row(i))
+        raise KeyboardInterrupt
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shard-00000.parquet"]
 
 
@@ -78,11 +85,12 @@ def test_build_writes_shards_and_manifest(synthetic: Path, tmp_path: Path) -> No
     assert pads.dataset(tmp_path).count_rows() == 23
 
 
-def test_interrupted_build_leaves_no_half_shard(synthetic: Path, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_build_leaves_no_half_shard(
+    synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = build_mod.iter_outcomes
 
-    def interrupted(*args: object, **kw: object):  # noqa: ANN202
+    def interrupted(*args: object, **kw: object):
         for i, outcome in enumerate(real(*args, **kw)):  # type: ignore[arg-type]
             if i == 12:
                 raise KeyboardInterrupt

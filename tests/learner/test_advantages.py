@@ -33,7 +33,9 @@ def test_rloo_subtracts_the_mean_of_the_others():
     # sample 0: 1 - mean(0, 0, -1) = 4/3; sample 1: 0 - mean(1, 0, -1) = 0; sample 3: -1 - mean(1, 0, 0) = -4/3
     assert torch.allclose(got[:4], torch.tensor([4 / 3, 0.0, 0.0, -4 / 3], dtype=torch.float64))
     assert got[4:].tolist() == [0.0] * 4  # a flat group is exactly 0, not rounding noise
-    leave_one_out = torch.stack([REWARDS[:4][i] - torch.cat([REWARDS[:i], REWARDS[i + 1:4]]).mean() for i in range(4)])
+    leave_one_out = torch.stack(
+        [REWARDS[:4][i] - torch.cat([REWARDS[:i], REWARDS[i + 1 : 4]]).mean() for i in range(4)]
+    )
     assert torch.allclose(got[:4], leave_one_out)
 
 
@@ -50,13 +52,16 @@ def test_ppo_token_is_the_grpo_policy_loss():
     adv, mask = torch.randn(3, generator=g), (torch.rand(3, 5, generator=g) > 0.3).float()
     cfg = LearnerConfig(clip_eps=0.2, aggregation="token_mean")
     got, _ = LOSSES.get("ppo_token")(lp, old, None, adv, mask, cfg=cfg, num_seqs=3.0, num_tokens=10.0)
-    want, _ = grpo.policy_loss(lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean",
-                               num_seqs=3.0, num_tokens=10.0)
+    want, _ = grpo.policy_loss(
+        lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean", num_seqs=3.0, num_tokens=10.0
+    )
     assert torch.equal(got, want)
 
 
 def test_unknown_and_duplicate_names_are_one_line_errors():
-    with pytest.raises(RegistryError, match=r"learner.advantage='gae': unknown advantage estimator; registered: grpo, dr_grpo, rloo"):
+    with pytest.raises(
+        RegistryError, match=r"learner.advantage='gae': unknown advantage estimator; registered: grpo, dr_grpo, rloo"
+    ):
         ADVANTAGES.get("gae")
     with pytest.raises(RegistryError, match="registered twice"):
         ADVANTAGES.register("grpo")(lambda r, g, c: r)

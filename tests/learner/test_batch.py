@@ -48,7 +48,9 @@ def test_zero_advantage_rows_are_dropped_but_still_normalise():
     batches, stats = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=True)
     # One row per rank is left: one micro-batch each, not the 2 the full batch would need.
     assert [len(b.micro_batches) for b in batches] == [1, 1]
-    trained = [a for b in batches for mb in b.micro_batches for a, m in zip(mb.advantages, mb.completion_mask) if m.any()]
+    trained = [
+        a for b in batches for mb in b.micro_batches for a, m in zip(mb.advantages, mb.completion_mask) if m.any()
+    ]
     assert sorted(trained) == [-1.0, 1.0] and stats["rows_trained"] == 2
     # The normalisers are the full batch's: 8 sequences, 24 tokens.
     assert all(b.num_seqs == 8 and b.num_tokens == 24 for b in batches)

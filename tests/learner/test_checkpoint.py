@@ -34,8 +34,10 @@ def test_a_partial_checkpoint_is_never_read_and_is_cleaned_up(tmp_path):
     (partial / "learner").mkdir(parents=True)
     torch.save({"step": 2}, partial / "trainer.pt")
     assert store.latest().step == 1
+
     def boom(tmp):
         raise KeyboardInterrupt  # killed mid-write: the temporary directory stays, unread
+
     with pytest.raises(KeyboardInterrupt):
         store.save(3, {"step": 3}, boom)
     assert store.latest().step == 1
@@ -45,8 +47,13 @@ def test_a_partial_checkpoint_is_never_read_and_is_cleaned_up(tmp_path):
 
 
 def test_frozen_keys_are_named():
-    saved = {"model": {"name": "a", "dtype": "float32"}, "group_size": 16, "seed": 0,
-             "data": {"path": "demo", "heldout_fraction": 0.0}, "learner": {"num_ranks": 2, "zero_stage": 2, "lr": 1.0}}
+    saved = {
+        "model": {"name": "a", "dtype": "float32"},
+        "group_size": 16,
+        "seed": 0,
+        "data": {"path": "demo", "heldout_fraction": 0.0},
+        "learner": {"num_ranks": 2, "zero_stage": 2, "lr": 1.0},
+    }
     same = {**saved, "learner": {**saved["learner"], "lr": 2.0}}  # a learning-rate change may resume
     check_compatible(saved, same)
     other = {**saved, "group_size": 8, "model": {"name": "b", "dtype": "float32"}}
@@ -59,3 +66,35 @@ def test_rng_states_roundtrip():
     a = torch.rand(3)
     set_rng_states(state)
     assert torch.equal(a, torch.rand(3))
+
+
+def test_a_damaged_newest_checkpoint_is_named_and_the_one_before_it_resumes(tmp_path, caplog):
+    store = CheckpointStore(tmp_path)  # keeps 2 by default
+    _write(store, 1)
+    newest = _write(store, 2, marker="two")
+    assert [p.name for p in store.complete()] == ["step_000001", "step_000002"]
+    (newest / "learner" / "w.txt").write_text("tw")  # truncated
+    with caplog.at_level("WARNING"):
+        assert store.latest().step == 1
+    assert "step_000002 is damaged" in caplog.text and "w.txt has 2 bytes, the manifest says 3" in caplog.text
+    (newest / "learner" / "w.txt").write_text("TWO")  # same size, other bytes
+    assert store.latest().step == 1 and "w.txt does not match its checksum" in caplog.text
+    (tmp_path / "checkpoints" / "step_000001" / "trainer.json").unlink()  # deleted
+    with pytest.raises(ResumeError, match="no intact checkpoint"):
+        store.latest()
+    assert "step_000001/trainer.json is missing" in caplog.text
+
+
+def test_driver_state_is_json_with_every_rng(tmp_path):
+    import json
+    import random
+
+    import numpy as np
+
+    store = CheckpointStore(tmp_path)
+    path = store.save(1, {"step": 1, "rng": rng_states()}, lambda tmp: None)
+    state = json.loads((path / "trainer.json").read_text())  # no pickle: resuming runs no stored code
+    expected = (random.random(), np.random.rand(), torch.rand(1).item())
+    set_rng_states(state["rng"])
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == expected
+    assert sorted(json.loads((path / "MANIFEST.json").read_text())["files"]) == ["trainer.json"]

@@ -30,23 +30,32 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from learner.transport.object_store import ObjectStoreTransport, from_arrays
 from conf.config import LearnerConfig
+from conf.runtime import Runtime
 from learner.batch import TrainSample, shard
 from learner.logprobs import sequence_logprobs_reference
+from learner.transport.object_store import ObjectStoreTransport, from_arrays
 
 pytestmark = pytest.mark.slow
 
 VOCAB = 256
-BASE = LearnerConfig(num_ranks=2, num_cpus_per_rank=0.5, zero_stage=2, micro_batch_size=2, lr=1e-2, grad_clip=0.0,
-                     logprob_chunk_tokens=4)
+BASE = LearnerConfig(
+    num_ranks=2, num_cpus_per_rank=0.5, zero_stage=2, micro_batch_size=2, lr=1e-2, grad_clip=0.0, logprob_chunk_tokens=4
+)
 GRAD_RTOL = 1e-5
 
 
 def build_tiny_llama(out: Path) -> None:
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
     LlamaForCausalLM(cfg).save_pretrained(out)
 
 
@@ -62,8 +71,9 @@ def make_samples(model_dir: Path, seed: int, n: int = 8) -> list[TrainSample]:
         old = None
         if i % 2 == 0:
             with torch.no_grad():
-                lp = sequence_logprobs_reference(model, torch.tensor([prompt + completion]), torch.tensor([len(prompt)]),
-                                                 len(completion))[0]
+                lp = sequence_logprobs_reference(
+                    model, torch.tensor([prompt + completion]), torch.tensor([len(prompt)]), len(completion)
+                )[0]
             old = (lp + 0.3 * torch.randn(len(completion), generator=g)).tolist()
         samples.append(TrainSample(prompt, completion, old, float(torch.randn(1, generator=g))))
     return samples
@@ -84,13 +94,15 @@ def samples(model_dir: Path) -> dict[str, list[TrainSample]]:
 def start_group(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     from learner.group import LearnerGroup
 
-    return LearnerGroup(cfg, model_path=str(model_dir), dtype="float32", temperature=1.0, micro_batches=2, seed=0,
-                        timeout_s=300, device="cpu")
+    return LearnerGroup(
+        cfg, Runtime(str(model_dir), "float32", 0, "cpu", timeout_s=300), temperature=1.0, micro_batches=2
+    )
 
 
 def batches_for(cfg: LearnerConfig, samples: list[TrainSample]):
-    return shard(samples, num_ranks=cfg.num_ranks, micro_batch_size=cfg.micro_batch_size, pad_id=0,
-                 drop_zero_advantage=False)[0]
+    return shard(
+        samples, num_ranks=cfg.num_ranks, micro_batch_size=cfg.micro_batch_size, pad_id=0, drop_zero_advantage=False
+    )[0]
 
 
 def params_of(group) -> dict[str, np.ndarray]:
@@ -116,8 +128,9 @@ TWO_STEPS = ("single", "single_kl", "zero3_kl")  # a second probed step, on batc
 
 
 @pytest.fixture(scope="module")
-def case(local_ray: None, model_dir: Path, samples: dict[str, list[TrainSample]],
-         tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict]:
+def case(
+    local_ray: None, model_dir: Path, samples: dict[str, list[TrainSample]], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str], dict]:
     """case(name) -> what one group did (computed once per name): its setup info, the stats and
     probed gradient of each step ("steps"), and its full parameters after the first step."""
     done: dict[str, dict] = {}
@@ -151,8 +164,8 @@ def assert_close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = GRA
 
 @pytest.mark.parametrize("name", ["zero1", "zero2", "zero3"])
 def test_gradient_same_at_every_stage_and_split_as_one_rank_one_micro_batch(case, name):
-    (ref_stats, ref_grad), = case("single")["steps"][:1]
-    (stats, grad), = case(name)["steps"]
+    ((ref_stats, ref_grad),) = case("single")["steps"][:1]
+    ((stats, grad),) = case(name)["steps"]
     assert np.abs(ref_grad).max() > 1e-2  # a real gradient, not zeros
     assert_close(grad, ref_grad, f"{name} (2 ranks x 2 micro-batches) vs 1 rank x 1 micro-batch")
     # DeepSpeed's own pre-clip norm agrees with the probed vector.
@@ -179,8 +192,9 @@ def test_updated_parameters_same_at_every_stage(case, name, model_dir):
 
 
 def test_gradient_checkpointing_gives_the_same_gradient(case):
-    assert_close(case("zero3_ckpt")["steps"][0][1], case("zero3")["steps"][0][1],
-                 "ZeRO-3 with vs without gradient checkpointing")
+    assert_close(
+        case("zero3_ckpt")["steps"][0][1], case("zero3")["steps"][0][1], "ZeRO-3 with vs without gradient checkpointing"
+    )
 
 
 def test_reference_model_only_with_kl_and_partitioned_under_zero3(case):
@@ -203,8 +217,9 @@ def test_kl_to_reference_is_zero_before_an_update_and_enters_the_loss_after(case
     # After one update the KL term pulls: the second step's gradient differs from the plain one's.
     assert np.abs(case("single_kl")["steps"][1][1] - plain[1][1]).max() > 1e-3
     # ... and does not depend on the stage or the split.
-    assert_close(case("zero3_kl")["steps"][1][1], case("single_kl")["steps"][1][1], "KL step 2: ZeRO-3 vs 1 rank",
-                 rtol=1e-4)
+    assert_close(
+        case("zero3_kl")["steps"][1][1], case("single_kl")["steps"][1][1], "KL step 2: ZeRO-3 vs 1 rank", rtol=1e-4
+    )
 
 
 def test_zero3_digest_object_store_path_and_export_see_the_same_parameters(case):

@@ -58,6 +58,7 @@ def _git_apply(files: dict[str, str], patch: str, root: Path) -> dict[str, str]:
 
 # -- oracle mode --------------------------------------------------------------------------------
 
+
 def test_oracle_mode_scores_one_everywhere_and_its_patches_rebuild_the_oracle(tiny, tmp_path):
     report = ev.evaluate(_cfg(tiny, "--oracle", "samples=3"))
     s = report.summary
@@ -77,7 +78,9 @@ def test_oracle_mode_scores_one_everywhere_and_its_patches_rebuild_the_oracle(ti
         assert {p: rebuilt[p] for p in oracle if p in rebuilt} == {p: oracle[p] for p in oracle if p in context}
 
 
-@pytest.mark.skipif(not REAL.exists(), reason=f"{REAL} is absent (real SWE-bench instances live outside the repository)")
+@pytest.mark.skipif(
+    not REAL.exists(), reason=f"{REAL} is absent (real SWE-bench instances live outside the repository)"
+)
 def test_patches_of_real_oracle_changes_apply_with_git(tmp_path):
     for line in REAL.read_text().splitlines():
         row = json.loads(line)
@@ -107,7 +110,9 @@ def test_file_patch_rebuilds_any_edit_byte_for_byte(old, new, old_nl, new_nl):
 def test_created_deleted_and_unterminated_files(tmp_path):
     context = {"keep.py": "x = 1", "gone.py": "old\n", "empty/__init__.py": "", "new.py": ""}
     # The oracle creates new.py: its "" in the context is a file that does not exist yet.
-    instance = _instance(context, "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+n\n")
+    instance = _instance(
+        context, "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+n\n"
+    )
     changed = {"keep.py": "x = 2", "gone.py": "", "empty/__init__.py": "A = 1\n", "new.py": "made\n", "other.py": "o\n"}
     patch = ev.model_patch(instance, changed)
     assert "deleted file mode" in patch and patch.count("new file mode") == 2  # new.py and other.py
@@ -137,6 +142,7 @@ def test_exact_match_needs_the_same_files_changed_the_same_way():
 
 # -- selection and arguments ----------------------------------------------------------------------
 
+
 def test_heldout_split_is_the_trainers(tiny):
     from transformers import AutoTokenizer
 
@@ -157,15 +163,18 @@ def test_heldout_split_is_the_trainers(tiny):
     assert len(ev.select_items(_cfg(tiny, "limit=5"), tokenizer).items) == 5
 
 
-@pytest.mark.parametrize("args, message", [
-    (["sampels=4"], "sampels"),
-    (["samples=many"], "samples"),
-    (["split=test"], "split='test'"),
-    (["split=train"], "split=train needs heldout_fraction > 0"),
-    (["temperature=0"], "temperature=0.0"),
-    (["dtype=float16"], "dtype='float16'"),
-    (["oops"], "key=value"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["sampels=4"], "sampels"),
+        (["samples=many"], "samples"),
+        (["split=test"], "split='test'"),
+        (["split=train"], "split=train needs heldout_fraction > 0"),
+        (["temperature=0"], "temperature=0.0"),
+        (["dtype=float16"], "dtype='float16'"),
+        (["oops"], "key=value"),
+    ],
+)
 def test_bad_arguments_are_named(tiny, args, message, capsys):
     assert ev.main([f"checkpoint={tiny}", *args]) == 2
     assert message in capsys.readouterr().err
@@ -178,13 +187,25 @@ def test_a_checkpoint_without_config_json_is_refused(tmp_path, capsys):
 
 # -- model mode: the real command -------------------------------------------------------------------
 
+
 def test_model_mode_runs_the_command_and_writes_a_predictions_file(tiny, tmp_path):
     """Greedy and near-greedy sampling (temperature 1e-3) must agree: this checks that greedy
     answers really are greedy and that the sampled ones use the given temperature."""
     out = tmp_path / "eval"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "learner.evaluate", f"checkpoint={tiny}", "data=demo", "limit=3", "samples=2",
-           "temperature=0.001", "max_new_tokens=12", f"out={out}", "model_name=tiny-random"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "learner.evaluate",
+        f"checkpoint={tiny}",
+        "data=demo",
+        "limit=3",
+        "samples=2",
+        "temperature=0.001",
+        "max_new_tokens=12",
+        f"out={out}",
+        "model_name=tiny-random",
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     summary = json.loads((out / "summary.json").read_text())

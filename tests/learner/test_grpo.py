@@ -27,11 +27,14 @@ def test_advantages_eps_and_no_scaling():
     assert grpo.advantages(rewards, 2, scale_rewards="none").tolist() == [0.5, -0.5]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(group_size=1), "at least 2"),
-    (dict(group_size=2, scale_rewards="batch"), "'group', 'none'"),
-    (dict(group_size=3), "num_prompts"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(group_size=1), "at least 2"),
+        (dict(group_size=2, scale_rewards="batch"), "'group', 'none'"),
+        (dict(group_size=3), "num_prompts"),
+    ],
+)
 def test_advantages_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         grpo.advantages(torch.zeros(4), **kwargs)
@@ -64,7 +67,9 @@ def _by_hand_token_losses(clip_eps, kl_coef):
 
 def test_policy_loss_seq_mean_token_mean_by_hand():
     lp, old, ref, adv, mask = _inputs()
-    loss, stats = grpo.policy_loss(lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.1, aggregation="seq_mean_token_mean")
+    loss, stats = grpo.policy_loss(
+        lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.1, aggregation="seq_mean_token_mean"
+    )
     l, _ = _by_hand_token_losses(0.2, 0.1)
     expected = ((l[0][0] + l[0][1] + l[0][2]) / 3 + (l[1][0] + l[1][1]) / 2) / 2
     assert loss.item() == pytest.approx(expected, rel=1e-12)
@@ -114,8 +119,18 @@ def test_micro_batches_sum_to_the_full_batch_gradient():
         num_seqs, num_tokens = float((mask.sum(1) > 0).sum()), float(mask.sum())
         total = 0
         for rows in ([0, 1], [2, 3, 4], [5]):
-            part, _ = grpo.policy_loss(lp[rows], old[rows], None, adv[rows], mask[rows], clip_eps=0.2, kl_coef=0.0,
-                                       aggregation=agg, num_seqs=num_seqs, num_tokens=num_tokens)
+            part, _ = grpo.policy_loss(
+                lp[rows],
+                old[rows],
+                None,
+                adv[rows],
+                mask[rows],
+                clip_eps=0.2,
+                kl_coef=0.0,
+                aggregation=agg,
+                num_seqs=num_seqs,
+                num_tokens=num_tokens,
+            )
             total = total + part
         (g_parts,) = torch.autograd.grad(total, lp)
         assert torch.allclose(full, total, atol=1e-14)

@@ -18,24 +18,35 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from learner.transport.object_store import ObjectStoreTransport, from_arrays
 from conf.config import LearnerConfig
+from conf.runtime import Runtime
 from learner.batch import TrainSample, shard
+from learner.transport.object_store import ObjectStoreTransport, from_arrays
 
 pytestmark = pytest.mark.slow
 
 VOCAB = 256
 # warmup_steps: the learning rate of step 2 depends on the restored update counter.
-BASE = LearnerConfig(num_ranks=2, num_cpus_per_rank=0.5, micro_batch_size=2, lr=1e-2, warmup_steps=3,
-                     logprob_chunk_tokens=4)
+BASE = LearnerConfig(
+    num_ranks=2, num_cpus_per_rank=0.5, micro_batch_size=2, lr=1e-2, warmup_steps=3, logprob_chunk_tokens=4
+)
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tiny-llama")
     torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                 num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)).save_pretrained(out)
+    LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=VOCAB,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            tie_word_embeddings=True,
+        )
+    ).save_pretrained(out)
     return out
 
 
@@ -51,13 +62,19 @@ def samples(seed: int, n: int = 8) -> list[TrainSample]:
 def start(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     from learner.group import LearnerGroup
 
-    return LearnerGroup(cfg, model_path=str(model_dir), dtype="float32", temperature=1.0, micro_batches=2, seed=0,
-                        timeout_s=300, device="cpu")
+    return LearnerGroup(
+        cfg, Runtime(str(model_dir), "float32", 0, "cpu", timeout_s=300), temperature=1.0, micro_batches=2
+    )
 
 
 def train(group, cfg: LearnerConfig, seed: int) -> dict[str, float]:
-    batches, _ = shard(samples(seed), num_ranks=cfg.num_ranks, micro_batch_size=cfg.micro_batch_size, pad_id=0,
-                       drop_zero_advantage=False)
+    batches, _ = shard(
+        samples(seed),
+        num_ranks=cfg.num_ranks,
+        micro_batch_size=cfg.micro_batch_size,
+        pad_id=0,
+        drop_zero_advantage=False,
+    )
     return group.train_step(batches)
 
 
@@ -110,8 +127,9 @@ def test_load_names_what_does_not_match(local_ray, model_dir, tmp_path):
             group.load_state(str(tmp_path))
         state_dir = tmp_path / "other"
         state_dir.mkdir()
-        (state_dir / "learner_state.json").write_text(json.dumps({"updates": 3, "num_ranks": 2, "zero_stage": 2,
-                                                                   "dtype": "float32"}))
+        (state_dir / "learner_state.json").write_text(
+            json.dumps({"updates": 3, "num_ranks": 2, "zero_stage": 2, "dtype": "float32"})
+        )
         with pytest.raises(Exception, match=r"learner.num_ranks=2, this group has 1"):
             group.load_state(str(state_dir))
     finally:

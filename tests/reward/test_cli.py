@@ -27,8 +27,15 @@ def read_records(path: Path) -> list[dict]:
 
 
 INPUT_LINES = [
-    json.dumps({"id": "good", "code_context": CONTEXT, "oracle_new_content": ORACLE,
-                "output": oracle_answer(CONTEXT, ORACLE), "extra": "ignored"}),
+    json.dumps(
+        {
+            "id": "good",
+            "code_context": CONTEXT,
+            "oracle_new_content": ORACLE,
+            "output": oracle_answer(CONTEXT, ORACLE),
+            "extra": "ignored",
+        }
+    ),
     json.dumps({"id": 7, "code_context": CONTEXT, "oracle_new_content": ORACLE, "output": "no tags"}),
     "{not json",
     json.dumps({"id": "no-output", "code_context": CONTEXT, "oracle_new_content": ORACLE}),
@@ -37,9 +44,15 @@ INPUT_LINES = [
     json.dumps({"id": "bad-patch", "oracle_patch": PATCH, "pred_patch": 3}),
     json.dumps({"code_context": CONTEXT, "oracle_new_content": ORACLE, "output": "x"}),
     json.dumps({"id": "nothing"}),
-    json.dumps({"id": "missing-search", "code_context": CONTEXT, "oracle_new_content": ORACLE,
-                "output": "<think>t</think><solution>```\n### a.py\n<<<<<<< SEARCH\nnope\n=======\nx\n"
-                          ">>>>>>> REPLACE\n```</solution>"}),
+    json.dumps(
+        {
+            "id": "missing-search",
+            "code_context": CONTEXT,
+            "oracle_new_content": ORACLE,
+            "output": "<think>t</think><solution>```\n### a.py\n<<<<<<< SEARCH\nnope\n=======\nx\n"
+            ">>>>>>> REPLACE\n```</solution>",
+        }
+    ),
 ]
 EXPECTED = [
     ("good", 1.0, None),
@@ -50,7 +63,11 @@ EXPECTED = [
     ("patch", 1.0, None),
     ("bad-patch", None, "field pred_patch: expected a unified diff string or a list of them, got int"),
     (None, None, "missing field: id"),
-    ("nothing", None, "missing field: output (with code_context and oracle_new_content) or oracle_patch and pred_patch"),
+    (
+        "nothing",
+        None,
+        "missing field: output (with code_context and oracle_new_content) or oracle_patch and pred_patch",
+    ),
     ("missing-search", -1.0, "search block 1 not found in a.py"),
 ]
 
@@ -65,7 +82,7 @@ def test_every_line_gets_a_record_in_order(tmp_path: Path, capsys: pytest.Captur
         assert set(record) == {"id", "reward", "error"}
         assert (record["id"], record["reward"]) == (row_id, reward)
         assert (record["error"] is None) if error is None else record["error"].startswith(error), record
-    assert counts == {"lines": 10, "scored": 2, "malformed": 2, "bad": 6}
+    assert counts == {"lines": 10, "scored": 2, "malformed": 2, "bad": 6, "timeouts": 0}
     assert "10/10 lines" in capsys.readouterr().err  # progress on stderr
 
 
@@ -82,13 +99,20 @@ def test_a_line_of_one_kind_with_fields_of_the_other_is_that_kind() -> None:
 
 def test_command_line_runs_without_ray_or_torch(tmp_path: Path) -> None:
     write_lines(tmp_path / "in.jsonl", INPUT_LINES[:2])
-    code = ("import runpy, sys; sys.argv = ['reward.score', '--input', sys.argv[1], '--output', sys.argv[2]]\n"
-            "try:\n    runpy.run_module('reward.score', run_name='__main__')\n"
-            "except SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
-            "heavy = sorted(m for m in ('ray', 'torch', 'numpy') if m in sys.modules)\n"
-            "assert not heavy, heavy\n")
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    code = (
+        "import runpy, sys; sys.argv = ['reward.score', '--input', sys.argv[1], '--output', sys.argv[2]]\n"
+        "try:\n    runpy.run_module('reward.score', run_name='__main__')\n"
+        "except SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
+        "heavy = sorted(m for m in ('ray', 'torch', 'numpy') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert [r["reward"] for r in read_records(tmp_path / "out.jsonl")] == [1.0, -1.0]
     assert "2 lines: 1 scored, 1 malformed" in done.stderr
@@ -101,11 +125,24 @@ def test_a_line_that_is_not_utf8_costs_that_line_only(tmp_path: Path) -> None:
     records = read_records(tmp_path / "out.jsonl")
     assert [(r["id"], r["reward"]) for r in records] == [("good", 1.0), (None, None), ("good", 1.0)]
     assert records[1]["error"].startswith("line: not UTF-8 (byte 31")
-    assert counts == {"lines": 3, "scored": 2, "malformed": 0, "bad": 1}
+    assert counts == {"lines": 3, "scored": 2, "malformed": 0, "bad": 1, "timeouts": 0}
 
 
 def test_a_missing_input_file_is_named(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "reward.score", "--input", str(tmp_path / "nope.jsonl"),
-                           "--output", str(tmp_path / "out.jsonl")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reward.score",
+            "--input",
+            str(tmp_path / "nope.jsonl"),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and f"--input {tmp_path / 'nope.jsonl'}: no such file" in done.stderr
     assert not (tmp_path / "out.jsonl").exists()

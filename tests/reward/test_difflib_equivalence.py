@@ -68,8 +68,9 @@ def test_empty_strings() -> None:
     assert diff_ratio("", "x") == stdlib_ratio("", "x") == 0.0
 
 
-lines_text = st.lists(st.sampled_from(["", "a", "b", "x = 1", "  pass", "\r", "é", "a\x0cb", "c\u2028d"]),
-                      max_size=300).map("\n".join)
+lines_text = st.lists(
+    st.sampled_from(["", "a", "b", "x = 1", "  pass", "\r", "é", "a\x0cb", "c\u2028d"]), max_size=300
+).map("\n".join)
 
 
 @FAST

@@ -11,17 +11,39 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reward import score_output
-from reward.parse import EDIT_PATTERN, find_edits
+from reward.apply import apply_edits
+from reward.parse import EDIT_PATTERN, Rejected, find_edits, parse_output
 from reward.reference import reference_diffs, reference_file_ratios, reference_new_content
 from reward.similarity import compare_diffs, file_diffs
-from reward.apply import apply_edits
-from reward.parse import Rejected, parse_output
 
 PIECES = [
-    "```", "```python\n", "\n```", "\n", "\r\n", "### ", "### a.py\n", "### ../etc/passwd\n", "### /abs.py\n",
-    "<<<<<<< SEARCH\n", "\n=======\n", "=======", "\n>>>>>>> REPLACE\n```", ">>>>>>> REPLACE", "x = 1", "y",
-    " ", "`", "#", "\x00\xff", "é", "<think>", "</think>", "<solution>", "</solution>",
-    "```\n### a.py\n<<<<<<< SEARCH\n", "```python\n### a.py\n<<<<<<< SEARCH\nx = 1\n=======\ny\n>>>>>>> REPLACE\n```",
+    "```",
+    "```python\n",
+    "\n```",
+    "\n",
+    "\r\n",
+    "### ",
+    "### a.py\n",
+    "### ../etc/passwd\n",
+    "### /abs.py\n",
+    "<<<<<<< SEARCH\n",
+    "\n=======\n",
+    "=======",
+    "\n>>>>>>> REPLACE\n```",
+    ">>>>>>> REPLACE",
+    "x = 1",
+    "y",
+    " ",
+    "`",
+    "#",
+    "\x00\xff",
+    "é",
+    "<think>",
+    "</think>",
+    "<solution>",
+    "</solution>",
+    "```\n### a.py\n<<<<<<< SEARCH\n",
+    "```python\n### a.py\n<<<<<<< SEARCH\nx = 1\n=======\ny\n>>>>>>> REPLACE\n```",
 ]
 soup = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
@@ -42,17 +64,22 @@ paths = st.sampled_from(["a.py"] * 4 + ["b.py", "crlf.py", "./a.py", "../etc/pas
 @st.composite
 def outputs(draw: st.DrawFn) -> str:
     blocks = draw(st.lists(st.tuples(paths, searches, texts), min_size=1, max_size=4))
-    body = "\n".join(f"```python\n### {p}\n<<<<<<< SEARCH\n{s}\n=======\n{r}\n>>>>>>> REPLACE\n```"
-                     for p, s, r in blocks)
+    body = "\n".join(
+        f"```python\n### {p}\n<<<<<<< SEARCH\n{s}\n=======\n{r}\n>>>>>>> REPLACE\n```" for p, s, r in blocks
+    )
     thought = draw(st.sampled_from(["why"] * 5 + ["", " ", "a\nb"]))
     noise = draw(soup)
-    return draw(st.sampled_from([
-        f"<think>{thought}</think><solution>{body}</solution>",
-        f"<think>{thought}</think>\n<solution>\n{body}\n</solution>",
-        f"<think>{thought}</think>{noise}<solution>{body}{noise}</solution>",
-        f"<solution>{body}</solution><think>{thought}</think>",
-        f"<think>{thought}</think><solution>{noise}{body}",
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                f"<think>{thought}</think><solution>{body}</solution>",
+                f"<think>{thought}</think>\n<solution>\n{body}\n</solution>",
+                f"<think>{thought}</think>{noise}<solution>{body}{noise}</solution>",
+                f"<solution>{body}</solution><think>{thought}</think>",
+                f"<think>{thought}</think><solution>{noise}{body}",
+            ]
+        )
+    )
 
 
 FUZZ = settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -42,7 +42,7 @@ def test_ambiguous_search_grows_until_unique() -> None:
     context = {"m.py": "def a():\n    return None\n\ndef b():\n    return None\n\ndef c():\n    return None\n"}
     oracle = {"m.py": context["m.py"].replace("def b():\n    return None", "def b():\n    return 0")}
     answer = oracle_answer(context, oracle)
-    (_, search, _), = find_edits(split_output(answer)[1])
+    ((_, search, _),) = find_edits(split_output(answer)[1])
     assert "def b():" in search  # the context that makes the search unique
     assert score_output(context, oracle, answer).reward == 1.0
 
@@ -63,8 +63,12 @@ def test_crlf_and_missing_final_newline_are_rebuilt_exactly() -> None:
 def test_unexpressible_changes_raise_naming_the_file() -> None:
     # A divider line as the first line of a search is fine; inside a search it ends it early.
     context = {"doc.rst": "Title\n=======\nold\n"}
-    assert score_output(context, {"doc.rst": "Title\n=======\nnew\n"},
-                        oracle_answer(context, {"doc.rst": "Title\n=======\nnew\n"})).reward == 1.0
+    assert (
+        score_output(
+            context, {"doc.rst": "Title\n=======\nnew\n"}, oracle_answer(context, {"doc.rst": "Title\n=======\nnew\n"})
+        ).reward
+        == 1.0
+    )
     with pytest.raises(OracleAnswerError, match="doc.rst"):
         oracle_answer(context, {"doc.rst": "TITLE\n=======\nnew\n"})
     with pytest.raises(OracleAnswerError, match="changes no file"):

@@ -8,15 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward import score_patches
 from data.patching import PatchError, apply_patch
+from reward import score_patches
 from reward.patches import file_changes
 from reward.reference import reference_file_changes, reference_score_patches
 
 EDIT = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
 OTHER = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 4\n"
-RENAME = ("diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
-          "--- a/old.py\n+++ b/new.py\n@@ -1 +1 @@\n-a\n+b\n")
+RENAME = (
+    "diff --git a/old.py b/new.py\nsimilarity index 90%\nrename from old.py\nrename to new.py\n"
+    "--- a/old.py\n+++ b/new.py\n@@ -1 +1 @@\n-a\n+b\n"
+)
 MODE_ONLY = "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"
 BINARY = "diff --git a/i.png b/i.png\nindex 1..2 100644\nBinary files a/i.png and b/i.png differ\n"
 BROKEN = "--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,1 @@\n-a\n"  # a hunk shorter than its header says
@@ -25,7 +27,8 @@ BROKEN = "--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,1 @@\n-a\n"  # a hunk shorter than 
 def both(oracle, pred) -> float:
     result = score_patches(oracle, pred)
     assert result.reward == reference_score_patches(
-        [oracle] if isinstance(oracle, str) else oracle, [pred] if isinstance(pred, str) else pred)
+        [oracle] if isinstance(oracle, str) else oracle, [pred] if isinstance(pred, str) else pred
+    )
     assert 0.0 <= result.reward <= 1.0
     return result.reward
 
@@ -69,8 +72,7 @@ def test_str_and_list_inputs_agree() -> None:
 
 
 def unified(path: str, old: str, new: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                 f"a/{path}", f"b/{path}")
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}")
     # difflib writes no "\ No newline at end of file" marker: add it as git does.
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 

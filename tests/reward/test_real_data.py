@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reward import oracle_answer, score_output, score_patches
 from data.patching import PatchError, apply_patch
+from reward import oracle_answer, score_output, score_patches
 from reward.patches import file_changes
 from reward.reference import reference_file_changes, reference_score_output, reference_score_patches
 

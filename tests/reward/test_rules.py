@@ -35,6 +35,7 @@ def score(output: str, context=CONTEXT, oracle=ORACLE) -> RewardResult:
 
 # Rule 1: format ---------------------------------------------------------------------------
 
+
 def test_the_oracle_edit_scores_one() -> None:
     assert score(GOOD) == RewardResult(1.0)
 
@@ -69,6 +70,7 @@ def test_thought_and_answer_are_cut_and_stripped() -> None:
 
 # Rule 2: edits ----------------------------------------------------------------------------
 
+
 def test_no_edit_is_malformed() -> None:
     result = score(answer("I would change f."))
     assert (result.reward, result.format_ok) == (-1.0, False)
@@ -87,13 +89,16 @@ def test_fence_language_is_free_and_search_may_be_empty() -> None:
 
 
 def test_find_edits_matches_the_regex_on_tricky_text() -> None:
-    text = ("``` ```\n### p\n<<<<<<< SEARCH\na\n=======\n=======\nb\n>>>>>>> REPLACE\n``````\n### q\n"
-            "<<<<<<< SEARCH\n\n=======\n\n>>>>>>> REPLACE\n```")
+    text = (
+        "``` ```\n### p\n<<<<<<< SEARCH\na\n=======\n=======\nb\n>>>>>>> REPLACE\n``````\n### q\n"
+        "<<<<<<< SEARCH\n\n=======\n\n>>>>>>> REPLACE\n```"
+    )
     assert find_edits(text) == EDIT_PATTERN.findall(text)
     assert find_edits(text) == [("p", "a", "=======\nb"), ("q", "", "")]
 
 
 # Rule 3: apply ----------------------------------------------------------------------------
+
 
 def test_search_equal_to_replace_is_rejected() -> None:
     result = score(answer(block("a.py", "    return 1", "    return 10"), block("a.py", "x", "x")))
@@ -140,6 +145,7 @@ def test_crlf_is_not_normalised() -> None:
 
 
 # Rules 4-5: diffs and similarity ------------------------------------------------------------
+
 
 def test_partial_credit_is_the_sequence_matcher_ratio_of_the_diffs() -> None:
     result = score(answer(block("a.py", "    return 1", "    return 11")))

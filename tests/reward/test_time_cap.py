@@ -80,7 +80,7 @@ def test_exponential_growth_is_stopped_by_the_size_guard() -> None:
     output = "<think>t</think><solution>" + block * 40 + "</solution>"
     result = score_output(CONTEXT, ORACLE, output)
     assert (result.reward, result.error, result.timed_out) == (0.0, "too large: a.py", True)
-    assert MAX_CONTENT_CHARS < 2 ** 40
+    assert MAX_CONTENT_CHARS < 2**40
 
 
 def test_score_patches_cap() -> None:

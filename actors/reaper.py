@@ -1,0 +1,126 @@
+"""Nothing left behind: a run's temporary root, and a watcher that ends its local Ray cluster.
+
+`scoped_tmp()` gives a local run one temporary root, `<tmp>/swe_rl-<driver pid>`, as TMPDIR for
+the driver and every process Ray starts for it (multiprocessing's `pymp-*` directories, vLLM's
+`vllm_dist_*` rendezvous files and any library's temporary files land there; Ray keeps its own
+session files in `<tmp>/ray`). It is removed when the driver exits, and by the next run if the
+driver was killed (a root whose process is gone).
+
+`watch(pids)` starts this module as a separate process (its own session, so it outlives a
+SIGKILLed driver): it polls the driver and, once the driver is gone, ends the processes of the
+local cluster the driver started (Ray's head processes and everything under them: raylet,
+dashboard and runtime-env agents, workers), by PID, then removes the temporary root. Without it
+a killed driver's agents lingered for about two minutes holding four listening ports. On a
+normal exit `ray.shutdown()` has already ended them and the watcher finds nothing to do.
+Processes are identified by PID and start time, so a PID reused meanwhile is never touched.
+
+    python -m actors.reaper DRIVER_PID TMP_ROOT PID:START [PID:START ...]
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+_PREFIX = "swe_rl-"
+POLL_S = 1.0
+GRACE_S = 5.0
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (field 22 of /proc/PID/stat); None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(roots: Iterable[int]) -> list[int]:
+    tree, out, stack = _children(), [], list(roots)
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(tree.get(pid, []))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    return _start_time(pid) is not None
+
+
+def scoped_tmp() -> Path:
+    """Make this process's temporary root and point TMPDIR at it (see the module docstring)."""
+    base = Path(tempfile.gettempdir())
+    for stale in base.glob(f"{_PREFIX}*"):  # left by a driver that was killed
+        pid = stale.name.removeprefix(_PREFIX)
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    root = base / f"{_PREFIX}{os.getpid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("RAY_TMPDIR", str(base))  # Ray's own session files stay in <tmp>/ray
+    os.environ["TMPDIR"] = str(root)
+    tempfile.tempdir = None  # re-read TMPDIR on next use
+    atexit.register(shutil.rmtree, root, True)
+    # A SIGTERM (a job stopped, a `kill`) ends the driver through its finally blocks and atexit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    return root
+
+
+def watch(pids: Iterable[int], tmp_root: Path) -> None:
+    """Start the watcher for this driver's local cluster processes."""
+    marks = [f"{pid}:{start}" for pid in pids if (start := _start_time(pid)) is not None]
+    cmd = [sys.executable, "-m", "actors.reaper", str(os.getpid()), str(tmp_root), *marks]
+    quiet = subprocess.DEVNULL
+    root = Path(__file__).resolve().parent.parent
+    subprocess.Popen(cmd, start_new_session=True, stdin=quiet, stdout=quiet, stderr=quiet, cwd=root)
+
+
+def reap(marks: list[str]) -> int:
+    """End the marked processes still running and everything under them; returns how many."""
+    roots = [int(pid) for pid, start in (m.split(":") for m in marks) if _start_time(int(pid)) == start]
+    victims = [(pid, _start_time(pid)) for pid in _descendants(roots)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, start in victims:
+            if start is not None and _start_time(pid) == start:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline and any(_start_time(p) == s for p, s in victims if s):
+            time.sleep(0.1)
+    return len(victims)
+
+
+def main(argv: list[str]) -> int:
+    driver, tmp_root, marks = int(argv[0]), Path(argv[1]), argv[2:]
+    driver_start = _start_time(driver)
+    while driver_start is not None and _start_time(driver) == driver_start:
+        time.sleep(POLL_S)
+    reap(marks)
+    shutil.rmtree(tmp_root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
