@@ -46,6 +46,7 @@ from conf.runtime import Runtime
 from data.loader import InstanceLoader
 from learner import models
 from learner.advantages import ADVANTAGES
+from learner.batch import nominal_micro_batches
 from learner.checkpoint import Checkpointer
 from learner.group import LearnerGroup
 from learner.sft import warm_start
@@ -74,8 +75,9 @@ class Trainer:
         actors = (cfg.rollout.num_actors, cfg.reward.num_workers, cfg.learner.num_ranks)
         log.info("[setup] %s on %s: %d rollout, %d reward and %d learner actor(s)", run.model_path, device, *actors)
         # The learner's placement group first: a cluster that cannot hold it fails fast, by name.
-        rows_per_rank = cfg.trainer.prompts_per_step * cfg.group_size // cfg.learner.num_ranks
-        micro_batches, pad_id = max(1, rows_per_rank // cfg.learner.micro_batch_size), self.tokenizer.pad_token_id
+        rows = cfg.trainer.prompts_per_step * cfg.group_size
+        micro_batches = nominal_micro_batches(rows, cfg.learner.num_ranks, cfg.learner.micro_batch_size)
+        pad_id = self.tokenizer.pad_token_id
         self.learner = LearnerGroup(
             cfg.learner, run, temperature=cfg.rollout.temperature, micro_batches=micro_batches, pad_id=pad_id
         )

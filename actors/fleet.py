@@ -41,6 +41,7 @@ from ray.exceptions import GetTimeoutError, RayActorError
 
 from actors.phases import PhaseTimeout
 from actors.rollout import GenerationRequest, GenerationResult, RolloutWorker
+from conf import device as devices
 from conf.config import RolloutConfig
 from conf.logs import actor_env
 from conf.runtime import Runtime
@@ -243,7 +244,7 @@ class RolloutFleet:
     @property
     def engine_ranks_per_actor(self) -> int:
         """Sync-group ranks per actor: the engine's TP workers (1 on CPU)."""
-        return self.cfg.tensor_parallel_size if self.device == "cuda" else 1
+        return devices.engine_tensor_parallel(self.device, self.cfg.tensor_parallel_size)
 
     def needs_group(self) -> bool:
         return self.group != frozenset(m.actor_id for m in self.live)

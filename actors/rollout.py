@@ -70,6 +70,7 @@ def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, devi
         enable_prefix_caching=True,
         # The loading progress bar follows the actor's quiet setting (conf/logs.py actor_env).
         use_tqdm_on_load=os.environ.get("TQDM_DISABLE") != "1",
+        tensor_parallel_size=devices.engine_tensor_parallel(device, cfg.tensor_parallel_size),
     )
     if device == "cpu":
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cfg.kv_cache_gib)
@@ -78,9 +79,9 @@ def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, devi
         # Chunked prefill is off on CPU: a partially prefilled request with its own seed makes
         # vLLM-CPU 0.32 rewind a CPU generator's offset, which torch does not support
         # ("CPU Generator does not use offset"). Per-request seeds keep groups reproducible.
-        args.update(enforce_eager=True, tensor_parallel_size=1, enable_chunked_prefill=False)
+        args.update(enforce_eager=True, enable_chunked_prefill=False)
     else:
-        args.update(tensor_parallel_size=cfg.tensor_parallel_size, gpu_memory_utilization=cfg.gpu_memory_utilization)
+        args.update(gpu_memory_utilization=cfg.gpu_memory_utilization)
     return args
 
 

@@ -33,6 +33,12 @@ from learner.transport import CATCH_UP, TRANSPORTS, Shipment
 from learner.transport.buckets import Bucket
 
 
+def sync_world_size(engines: int, ranks_per_engine: int) -> int:
+    """Members of a rendezvous sync group: the learner's rank 0 (the sender) and every worker of
+    every live engine (learner/transport/collective.py lays out the ranks)."""
+    return 1 + engines * ranks_per_engine
+
+
 class WeightSync:
     def __init__(self, learner: LearnerGroup, cfg: TrainConfig) -> None:
         self.learner, self.timeout_s = learner, cfg.trainer.phase_timeout_s
@@ -46,7 +52,8 @@ class WeightSync:
         if check is not None:
             check.before_sync()
         if self.rendezvous and fleet.needs_group():
-            spec = self.learner.prepare_weights(self.transport, 1 + fleet.engine_ranks_per_actor * len(fleet.live))
+            world_size = sync_world_size(len(fleet.live), fleet.engine_ranks_per_actor)
+            spec = self.learner.prepare_weights(self.transport, world_size)
             joins = [self.learner.join_weights(self.transport, spec), *fleet.join_group(self.transport, spec)]
             fleet.wait(joins, "sync (group formation)", dispatch=False)
         sends = self.learner.send_weights(self.transport)

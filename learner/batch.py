@@ -72,6 +72,13 @@ def collate(samples: Sequence[TrainSample], pad_id: int) -> MicroBatch:
     )
 
 
+def nominal_micro_batches(rows: int, num_ranks: int, micro_batch_size: int) -> int:
+    """DeepSpeed's `gradient_accumulation_steps` for a step of `rows` samples (its config needs
+    one). Nominal only: the worker owns the accumulation boundary (learner/worker.py), and
+    `shard` decides the micro-batches each step actually has."""
+    return max(1, rows // num_ranks // micro_batch_size)
+
+
 def snake_order(lengths: Sequence[int], num_ranks: int) -> list[list[int]]:
     """Indices per rank: longest first, dealt 0..N-1 then N-1..0, each rank longest first."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
