@@ -30,11 +30,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import RayActorError
 
-from actors.cluster import check_fits, init_ray, resource_demands
+from actors.cluster import check_fits, init_ray, resource_demands, starts_local
 from actors.control import FleetControl
 from actors.fleet import RolloutFleet
 from actors.generation import Rollouts, train_samples
 from actors.phases import PhaseTimeout, PhaseTimer
+from actors.reaper import scoped_tmp
 from actors.reward_pool import RewardPool
 from actors.run_log import RunLog, step_metrics
 from actors.weight_sync import SyncCheck, WeightSync
@@ -59,18 +60,16 @@ class Trainer:
     def __init__(self, cfg: config.TrainConfig) -> None:
         self.cfg, verbose = cfg, cfg.trainer.verbose
         self.run_dir = config.prepare_run_dir(cfg.run_dir)
-        # Everything that can be refused is checked before Ray starts: the checkpoint (intact,
-        # compatible), the model, every data shard.
+        if starts_local(cfg.ray.address):
+            scoped_tmp()  # before anything caches the temporary directory (actors/reaper.py)
+        # What can be refused is checked before Ray starts: the checkpoint, the model, every shard.
         self.checkpoints = Checkpointer(self.run_dir, asdict(cfg), keep=cfg.trainer.keep_checkpoints)
         device, timeout = devices.of_run(cfg), cfg.trainer.phase_timeout_s
         run = Runtime(models.resolve(cfg.model), cfg.model.dtype, cfg.seed, device, timeout, verbose)
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(run.model_path)
+        self.tokenizer = models.tokenizer(run.model_path)
         self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed)
-        init_ray(
-            cfg.ray.address, num_cpus=cfg.ray.num_cpus, include_dashboard=cfg.ray.include_dashboard, verbose=verbose
-        )
+        r = cfg.ray
+        init_ray(r.address, num_cpus=r.num_cpus, include_dashboard=r.include_dashboard, verbose=verbose)
         check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         actors = (cfg.rollout.num_actors, cfg.reward.num_workers, cfg.learner.num_ranks)
         log.info("[setup] %s on %s: %d rollout, %d reward and %d learner actor(s)", run.model_path, device, *actors)
@@ -92,6 +91,7 @@ class Trainer:
         ckpt = self.checkpoints.restore(self.learner, self.loader)
         self.log.resume(ckpt)
         self.step, self.policy_version = (ckpt.step, int(ckpt.state["policy_version"])) if ckpt else (0, 0)
+        log.info("[setup] ready: every actor started; step %d of %d next", self.step + 1, cfg.trainer.steps)
 
     def fit(self) -> None:
         if self.step == 0 and self.cfg.learner.sft_steps > 0:
@@ -104,12 +104,9 @@ class Trainer:
             if self.step % self.cfg.trainer.checkpoint_every == 0 or self.step == self.cfg.trainer.steps:
                 timer = PhaseTimer()
                 with timer("checkpoint"):
+                    loader = self.rollouts.loader_state(self.step)  # before the prompts of steps not trained yet
                     self.checkpoints.save(
-                        self.learner,
-                        step=self.step,
-                        policy_version=self.policy_version,
-                        loader_state=self.rollouts.loader_state(self.step),
-                        metrics=metrics,
+                        self.learner, loader, step=self.step, policy_version=self.policy_version, metrics=metrics
                     )
                 metrics.update(timer.seconds)
             self.log.write(metrics)

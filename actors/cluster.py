@@ -34,21 +34,28 @@ def loopback_only() -> None:
         constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
 
 
-# Ray 2.60's token authentication: whoever reads this file can submit jobs to the cluster.
-AUTH_TOKEN = Path.home() / ".ray" / "auth_token"
+def auth_token() -> Path:
+    """Ray 2.60's token file (token authentication): whoever reads it can submit jobs."""
+    return Path.home() / ".ray" / "auth_token"
 
 
 def private_token() -> None:
     """Create Ray's token file readable by its owner only (Ray writes it with the umask, 644
     here), or tighten an existing one. Before a local start, so that it is never readable by
     others, and after joining a cluster, for the token that node already had."""
-    AUTH_TOKEN.parent.mkdir(mode=0o700, exist_ok=True)
-    if not AUTH_TOKEN.exists():
-        fd = os.open(AUTH_TOKEN, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    token = auth_token()
+    token.parent.mkdir(mode=0o700, exist_ok=True)
+    if not token.exists():
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_hex(32))  # Ray's own format: 256 random bits, hex
-    if AUTH_TOKEN.stat().st_mode & 0o077:
-        AUTH_TOKEN.chmod(0o600)
+    if token.stat().st_mode & 0o077:
+        token.chmod(0o600)
+
+
+def starts_local(address: str) -> bool:
+    """Whether init_ray(address) starts a local cluster (rather than joining one)."""
+    return not (address or os.environ.get("RAY_ADDRESS"))
 
 
 def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: bool = False, **kwargs: object) -> None:
@@ -60,9 +67,9 @@ def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: b
         return
     # Ray's own advisories (start-up, token authentication) only with verbose: conf/logs.py.
     kwargs.setdefault("logging_level", third_party_level(verbose))
-    if address or os.environ.get("RAY_ADDRESS"):
+    if not starts_local(address):
         ray.init(address=address or None, **kwargs)
-        if AUTH_TOKEN.exists():
+        if auth_token().exists():
             private_token()
         return
     loopback_only()
@@ -76,9 +83,7 @@ def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: b
         _node_ip_address="127.0.0.1",
         **kwargs,
     )
-    # The local cluster ends with its driver, even a SIGKILLed one.
-    head = ray._private.worker._global_node.all_processes
-    watch([info.process.pid for infos in head.values() for info in infos], tmp_root)
+    watch(tmp_root)  # the local cluster ends with its driver, even a SIGKILLed one
 
 
 def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import ray
 
+from actors.cluster import loopback_only
 from conf.errors import fail
 
 NAMESPACE = "swe_rl"
@@ -84,6 +85,20 @@ class FleetControl:
         ray.kill(self.handle)
 
 
+def _resolve(address: str) -> str:
+    """The cluster's address; "auto" finds the one on this node. A local run's cluster listens
+    on 127.0.0.1 only (actors/cluster.py): connect to it over loopback too, since Ray would
+    otherwise rewrite 127.0.0.1 into this machine's network address."""
+    if address != "auto":
+        return address
+    from ray._private.services import get_ray_address_from_environment
+
+    found = get_ray_address_from_environment("auto", None)  # ConnectionError when there is none
+    if found.rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+        loopback_only()
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m actors.control", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -93,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--actors", type=int, help="number of rollout actors wanted; omit to print the status")
     args = parser.parse_args(argv)
     try:
-        ray.init(address=args.address, namespace=NAMESPACE, logging_level="error")
+        ray.init(address=_resolve(args.address), namespace=NAMESPACE, logging_level="error")
     except ConnectionError as exc:  # no cluster at that address
         fail(parser.prog, f"--address {args.address}: no Ray cluster to connect to ({exc})")
     try:

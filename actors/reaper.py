@@ -6,15 +6,17 @@ the driver and every process Ray starts for it (multiprocessing's `pymp-*` direc
 session files in `<tmp>/ray`). It is removed when the driver exits, and by the next run if the
 driver was killed (a root whose process is gone).
 
-`watch(pids)` starts this module as a separate process (its own session, so it outlives a
-SIGKILLed driver): it polls the driver and, once the driver is gone, ends the processes of the
-local cluster the driver started (Ray's head processes and everything under them: raylet,
-dashboard and runtime-env agents, workers), by PID, then removes the temporary root. Without it
-a killed driver's agents lingered for about two minutes holding four listening ports. On a
-normal exit `ray.shutdown()` has already ended them and the watcher finds nothing to do.
-Processes are identified by PID and start time, so a PID reused meanwhile is never touched.
+`watch()` starts this module as a separate process (its own session, so it outlives a
+SIGKILLed driver): every second it records the processes under the driver (Ray's head
+processes, the raylet's dashboard and runtime-env agents, every worker), and once the driver
+is gone it ends those still running, by PID, then removes the temporary root. The record must
+be taken while the driver lives: when it dies the raylet goes with it and its agents are
+re-parented, out of reach of a process-tree walk; they then lingered for about a minute
+holding four listening ports. On a normal exit `ray.shutdown()` has already ended them and
+the watcher finds nothing to do. Processes are identified by PID and start time, so a PID
+reused meanwhile is never touched.
 
-    python -m actors.reaper DRIVER_PID TMP_ROOT PID:START [PID:START ...]
+    python -m actors.reaper DRIVER_PID TMP_ROOT
 """
 
 from __future__ import annotations
@@ -71,13 +73,18 @@ def _alive(pid: int) -> bool:
 
 
 def scoped_tmp() -> Path:
-    """Make this process's temporary root and point TMPDIR at it (see the module docstring)."""
+    """Make this process's temporary root and point TMPDIR at it (see the module docstring).
+    Call it before anything caches the temporary directory (loading a tokenizer makes torch
+    pin TORCHINDUCTOR_CACHE_DIR under it, for every process started later); idempotent."""
+    name = f"{_PREFIX}{os.getpid()}"
+    if Path(tempfile.gettempdir()).name == name:
+        return Path(tempfile.gettempdir())
     base = Path(tempfile.gettempdir())
     for stale in base.glob(f"{_PREFIX}*"):  # left by a driver that was killed
         pid = stale.name.removeprefix(_PREFIX)
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
-    root = base / f"{_PREFIX}{os.getpid()}"
+    root = base / name
     root.mkdir(mode=0o700, exist_ok=True)
     os.environ.setdefault("RAY_TMPDIR", str(base))  # Ray's own session files stay in <tmp>/ray
     os.environ["TMPDIR"] = str(root)
@@ -88,19 +95,23 @@ def scoped_tmp() -> Path:
     return root
 
 
-def watch(pids: Iterable[int], tmp_root: Path) -> None:
-    """Start the watcher for this driver's local cluster processes."""
-    marks = [f"{pid}:{start}" for pid in pids if (start := _start_time(pid)) is not None]
-    cmd = [sys.executable, "-m", "actors.reaper", str(os.getpid()), str(tmp_root), *marks]
+_WATCHED: set[int] = set()  # driver pids that have a watcher (a process may start Ray twice)
+
+
+def watch(tmp_root: Path) -> None:
+    """Start the watcher of this driver's processes and temporary root (once per process)."""
+    if os.getpid() in _WATCHED:
+        return
+    _WATCHED.add(os.getpid())
+    cmd = [sys.executable, "-m", "actors.reaper", str(os.getpid()), str(tmp_root)]
     quiet = subprocess.DEVNULL
     root = Path(__file__).resolve().parent.parent
     subprocess.Popen(cmd, start_new_session=True, stdin=quiet, stdout=quiet, stderr=quiet, cwd=root)
 
 
-def reap(marks: list[str]) -> int:
-    """End the marked processes still running and everything under them; returns how many."""
-    roots = [int(pid) for pid, start in (m.split(":") for m in marks) if _start_time(int(pid)) == start]
-    victims = [(pid, _start_time(pid)) for pid in _descendants(roots)]
+def reap(victims: Iterable[tuple[int, str]]) -> int:
+    """End the (pid, start time) processes still running; returns how many were."""
+    victims = [(pid, start) for pid, start in victims if _start_time(pid) == start]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid, start in victims:
             if start is not None and _start_time(pid) == start:
@@ -113,11 +124,17 @@ def reap(marks: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    driver, tmp_root, marks = int(argv[0]), Path(argv[1]), argv[2:]
-    driver_start = _start_time(driver)
+    driver, tmp_root = int(argv[0]), Path(argv[1])
+    driver_start, known = _start_time(driver), set[tuple[int, str]]()
     while driver_start is not None and _start_time(driver) == driver_start:
+        known |= {
+            (p, s)
+            for p in _descendants([driver])
+            if p not in (driver, os.getpid())
+            if (s := _start_time(p)) is not None
+        }
         time.sleep(POLL_S)
-    reap(marks)
+    reap(known)
     shutil.rmtree(tmp_root, ignore_errors=True)
     return 0
 

@@ -23,6 +23,7 @@ import torch
 from actors.generation import Group
 from actors.reward_pool import ScoredJob
 from actors.telemetry import Telemetry
+from conf.io import atomic_write
 from learner import grpo
 from learner.checkpoint import Checkpoint
 
@@ -122,7 +123,7 @@ class RunLog:
         out = self.run_dir / "rollouts" / f"step_{step:06d}.jsonl"
         out.parent.mkdir(exist_ok=True)
         rows = iter(scored)
-        with open(out, "w") as f:
+        with atomic_write(out) as f:
             for g in groups:
                 for j, c in enumerate(g.completions):
                     s = next(rows)

@@ -232,10 +232,10 @@ class Checkpointer:
     def save(
         self,
         learner: LearnerGroup,
+        loader_state: dict[str, Any],
         *,
         step: int,
         policy_version: int,
-        loader_state: dict[str, Any],
         metrics: dict[str, Any],
     ) -> Path:
         state = {

@@ -48,6 +48,7 @@ from omegaconf.errors import OmegaConfBaseException
 from conf import device as devices
 from conf import logs
 from conf.config import DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
+from conf.io import atomic_write, write_text
 from conf.runtime import Runtime
 from data.loader import PromptItem, is_heldout, resolve_path, shard_files
 from data.patching import PatchError, apply_patch, parse_patch, unified_diff
@@ -397,9 +398,9 @@ def write(report: Report, out: str) -> Path:
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, rows in (("predictions.jsonl", report.predictions), ("answers.jsonl", report.answers)):
-        with open(out_dir / name, "w") as f:
+        with atomic_write(out_dir / name) as f:
             f.writelines(json.dumps(row) + "\n" for row in rows)
-    (out_dir / "summary.json").write_text(json.dumps(report.summary, indent=2) + "\n")
+    write_text(out_dir / "summary.json", json.dumps(report.summary, indent=2) + "\n")
     return out_dir
 
 

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from conf.config import ConfigError, ModelConfig
 
@@ -66,6 +67,15 @@ def resolve(cfg: ModelConfig) -> str:
             f"directory with a config.json"
         )
     return str(path.resolve())
+
+
+def tokenizer(model_path: str) -> Any:
+    """The model's tokenizer. transformers is imported here, not at module level: importing it
+    pins torch's compile cache under the temporary directory of that moment
+    (TORCHINDUCTOR_CACHE_DIR), which the driver first points at the run's own (actors/reaper.py)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_path)
 
 
 @contextlib.contextmanager

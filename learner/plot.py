@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from conf.io import atomic_write
+
 
 def _rows(path: Path) -> list[dict]:
     if not path.is_file():
@@ -48,7 +50,8 @@ def plot_run(run_dir: str | Path) -> Path:
         ax2.set_title("SFT warm start on oracle answers")
     fig.tight_layout()
     out = run / "reward_curve.png"
-    fig.savefig(out, dpi=110)
+    with atomic_write(out, "wb") as f:
+        fig.savefig(f, format="png", dpi=110)
     plt.close(fig)
     return out
 

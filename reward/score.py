@@ -9,9 +9,11 @@ Other fields are ignored. Each output line, one per input line and in input orde
 mistyped field) gets `reward: null` and an error naming the field; the other lines still score.
 The trainer's time cap applies (`--max-pair-seconds`, default as `reward.max_pair_seconds`; 0 =
 none): a diff pair whose similarity would take longer scores 0 with error "timeout: <path>",
-so one hostile line cannot stall the file. The output is written to a temporary file renamed
-into place when complete, and may not be the input. Progress goes to stderr on long inputs;
-`--workers N` scores with N processes (order is kept).
+so one hostile line cannot stall the file; a line built to defeat that estimate is stopped
+after `--line-timeout-s` (its worker process is killed and replaced) and scores 0 with error
+"timeout: ...", as the trainer's reward pool does with a call over its timeout. The output is
+written to a temporary file renamed into place when complete, and may not be the input.
+Progress goes to stderr on long inputs; lines are scored in `--workers N` processes (order is kept).
 
 Imports only the standard library and the reward package (no Ray, no torch): it starts fast.
 """
@@ -24,7 +26,6 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from multiprocessing import Pool
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -32,8 +33,13 @@ from conf.errors import UserError, fail
 from conf.io import atomic_write, check_output
 from reward.core import RewardResult, score_output, score_patches
 from reward.similarity import DEFAULT_MAX_PAIR_SECONDS
+from reward.workers import LimitedPool
 
 PROGRESS_INTERVAL_S = 5.0
+# A line still scoring after this long is given up (reward 0, error "timeout: ..."). The pair
+# cap stops ordinary large diffs in well under a second of estimation; what it misses took up to
+# ~20 s in the fuzz pass (docs/benchmarks.md): 60 s stops those without touching real lines.
+LINE_TIMEOUT_S = 60.0
 
 
 class BadLine(ValueError):
@@ -116,6 +122,16 @@ def score_line(line: str | bytes, max_pair_seconds: float | None = None) -> dict
         return {"id": row_id, "reward": None, "error": f"internal error: {exc!r}"}
 
 
+def timed_out(line: bytes, seconds: float) -> dict[str, Any]:
+    """The record of a line given up after `seconds` (its id when the line is readable)."""
+    try:
+        row = json.loads(line)
+        row_id = row.get("id") if isinstance(row, dict) else None
+    except (ValueError, RecursionError):
+        row_id = None
+    return {"id": row_id, "reward": 0.0, "error": f"timeout: scoring the line took longer than {seconds:g} s"}
+
+
 def _lines(stream: BinaryIO) -> Iterator[bytes]:
     # Bytes, decoded line by line in score_line: one undecodable line costs that line only.
     for line in stream:
@@ -133,6 +149,7 @@ def run(
     *,
     workers: int = 1,
     max_pair_seconds: float | None = DEFAULT_MAX_PAIR_SECONDS,
+    line_timeout_s: float | None = LINE_TIMEOUT_S,
     progress_interval_s: float = PROGRESS_INTERVAL_S,
 ) -> dict[str, int]:
     """Score input_path into output_path; returns counts {lines, scored, malformed, bad, timeouts}."""
@@ -142,10 +159,10 @@ def run(
     counts = {"lines": 0, "scored": 0, "malformed": 0, "bad": 0, "timeouts": 0}
     started = last_report = time.monotonic()
     score = functools.partial(score_line, max_pair_seconds=max_pair_seconds)
-    pool = Pool(workers) if workers > 1 else None
+    pool = LimitedPool(score, workers, line_timeout_s)
     try:
         with open(input_path, "rb") as src, atomic_write(output_path, encoding="utf-8") as dst:
-            records = pool.imap(score, _lines(src), chunksize=8) if pool else map(score, _lines(src))
+            records = pool.map(_lines(src), on_timeout=lambda line: timed_out(line, line_timeout_s or 0))
             for record in records:
                 dst.write(json.dumps(record) + "\n")
                 counts["lines"] += 1
@@ -157,9 +174,7 @@ def run(
                     _progress(counts["lines"], total, started)
                     last_report = time.monotonic()
     finally:
-        if pool:
-            pool.close()
-            pool.join()
+        pool.close()
     return counts
 
 
@@ -175,15 +190,29 @@ def main(argv: list[str] | None = None) -> int:
         help="a diff pair whose similarity would take longer scores 0 with error 'timeout: <path>', as in the "
         f"trainer; 0 = no cap (default {DEFAULT_MAX_PAIR_SECONDS:g})",
     )
+    parser.add_argument(
+        "--line-timeout-s",
+        type=float,
+        default=LINE_TIMEOUT_S,
+        help=f"a line still scoring after this many seconds scores 0 with error 'timeout: ...'; 0 = no limit "
+        f"(default {LINE_TIMEOUT_S:g})",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers={args.workers}: must be >= 1")
-    if args.max_pair_seconds < 0:
-        parser.error(f"--max-pair-seconds={args.max_pair_seconds:g}: must be >= 0")
+    for name in ("max_pair_seconds", "line_timeout_s"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name):g}: must be >= 0")
     if not Path(args.input).is_file():
         parser.error(f"--input {args.input}: no such file")
     try:
-        counts = run(args.input, args.output, workers=args.workers, max_pair_seconds=args.max_pair_seconds or None)
+        counts = run(
+            args.input,
+            args.output,
+            workers=args.workers,
+            max_pair_seconds=args.max_pair_seconds or None,
+            line_timeout_s=args.line_timeout_s or None,
+        )
     except UserError as exc:
         fail(parser.prog, str(exc))
     print(

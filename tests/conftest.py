@@ -83,7 +83,7 @@ def job_run(tmp_path_factory) -> JobRun:
     from ray.job_submission import JobSubmissionClient
 
     from actors.cluster import loopback_only
-    from actors.weight_sync import listen_socket
+    from learner.transport.collective import listen_socket
 
     loopback_only()
     # Free ports for the dashboard and its node agent: another Ray on this machine (a user's
