@@ -139,7 +139,7 @@ class Trainer:
         return {
             "step": self.step + 1,
             "policy_version": self.policy_version,
-            **step_metrics(groups, rewards, self.policy_version, timer.seconds, self.weights.nbytes),
+            **step_metrics(groups, scored, rewards, self.policy_version, timer.seconds, self.weights.nbytes),
             **{k: round(v, 6) for k, v in stats.items()},
             **timer.seconds,
             **self.fleet.metrics(),

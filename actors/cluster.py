@@ -88,7 +88,11 @@ def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: b
 
 def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:
     """What a training config asks of the cluster: (what, how many, resources of one)."""
+    from reward.kinds import REWARDS
+
+    runners = cfg.reward.execution.num_runners if REWARDS.get(cfg.reward.kind).uses_test_pool else 0
     return [
+        ("test runner (reward.execution.num_cpus)", runners, {"CPU": cfg.reward.execution.num_cpus}),
         (
             "rollout actor (rollout.num_cpus/num_gpus)",
             cfg.rollout.num_actors,
@@ -116,7 +120,9 @@ def check_fits(demands: list[tuple[str, int, dict[str, float]]], nodes: list[dic
         need = sum(count * res.get(key, 0.0) for _, count, res in demands)
         have = sum(n.get(key, 0.0) for n in nodes)
         if need > have + 1e-9:
-            parts = ", ".join(f"{what} {count} x {res.get(key, 0.0):g}" for what, count, res in demands if res.get(key))
+            parts = ", ".join(
+                f"{what} {count} x {res.get(key, 0.0):g}" for what, count, res in demands if count and res.get(key)
+            )
             problems.append(f"{need:g} {key} in total ({parts}) but the cluster has {have:g}")
     for what, count, res in demands:
         if count and not any(all(n.get(k, 0.0) + 1e-9 >= v for k, v in res.items()) for n in nodes):

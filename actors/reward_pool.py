@@ -101,16 +101,24 @@ class RewardWorker:
 
     def score(self, jobs: list[ScoreJob], instances: Mapping[str, Instance | ray.ObjectRef]) -> list[ScoredJob]:
         """Score every job against its instance; an output never makes this raise."""
-        scored = []
-        for job in jobs:
+        results: list[RewardResult | None] = [None] * len(jobs)
+        items = []
+        for i, job in enumerate(jobs):
             try:
-                result = self.kind.score(self._prepare(instances[job.instance_id]), job.output)
+                items.append((i, self._prepare(instances[job.instance_id]), job.output))
             except RayError:
                 raise  # the object store failed, not the scorer: let the pool redo the batch
-            except Exception as exc:  # a scorer bug costs this rollout its reward, not the step
-                result = RewardResult(0.0, f"internal error: {exc!r}")
-            scored.append(ScoredJob(job.rollout_id, result))
-        return scored
+            except Exception as exc:  # a bug costs this rollout its reward, not the step
+                results[i] = RewardResult(0.0, f"internal error: {exc!r}")
+        try:
+            batch = self.kind.score_batch([(state, output) for _, state, output in items])
+        except RayError:
+            raise
+        except Exception as exc:
+            batch = [RewardResult(0.0, f"internal error: {exc!r}")] * len(items)
+        for (i, _, _), result in zip(items, batch, strict=True):
+            results[i] = result
+        return [ScoredJob(job.rollout_id, result) for job, result in zip(jobs, results, strict=True) if result]
 
 
 @dataclass(frozen=True)
@@ -276,13 +284,15 @@ class RewardPool:
             results[index] = ScoredJob(jobs[index].rollout_id, RewardResult(0.0, f"lost: {reason}, twice"))
             self._stats["reward_lost_jobs"] += 1
 
-    def stats(self) -> dict[str, int]:
-        """Cumulative counters for the metrics: timeouts, actor restarts, jobs given up."""
-        return dict(self._stats)
+    def stats(self) -> dict[str, float]:
+        """Cumulative counters for the metrics: timeouts, actor restarts, jobs given up, and the
+        kind's own (the test-runner pool's, for kinds that run tests)."""
+        return {**self._stats, **self.kind.stats()}
 
     def shutdown(self) -> None:
-        """Kill the workers (their state is disposable)."""
+        """Kill the workers (their state is disposable) and what the kind started."""
         for worker in self._workers:
             ray.kill(worker, no_restart=True)
+        self.kind.shutdown()
         self._workers = []
         self._starting.clear()

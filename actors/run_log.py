@@ -31,7 +31,12 @@ log = logging.getLogger(__name__)
 
 
 def step_metrics(
-    groups: Sequence[Group], rewards: torch.Tensor, policy_version: int, seconds: dict[str, float], sync_bytes: int
+    groups: Sequence[Group],
+    scored: Sequence[ScoredJob],
+    rewards: torch.Tensor,
+    policy_version: int,
+    seconds: dict[str, float],
+    sync_bytes: int,
 ) -> dict[str, Any]:
     """The step's rollout statistics: rewards over the policy's own samples (oracle samples
     excluded), signal, lengths, staleness, throughput."""
@@ -40,11 +45,15 @@ def step_metrics(
     completions = [c for g in groups for c in g.completions]
     generated = sum(len(c.token_ids) for g in groups for c in g.sampled)
     gen_s, sync_s = seconds["generate_s"], seconds["sync_s"]
+    mask = policy.tolist()
+    resolved = [s.result.resolved for s, own in zip(scored, mask, strict=True) if own and s.result.resolved is not None]
     return {
         "num_rollouts": len(completions),
         "reward_mean": float(r.mean()),
         "reward_std": float(r.std()) if r.numel() > 1 else 0.0,
         "format_error_rate": float((r == -1).double().mean()),
+        # Reward kinds that run the tests: the policy's samples that resolve their instance.
+        "resolve_rate": float(np.mean(resolved)) if resolved else None,
         "zero_signal_frac": float(grpo.zero_signal_groups(rewards, len(groups[0].completions)).double().mean()),
         "truncated_frac": float(np.mean([c.finish_reason == "length" for c in completions])),
         "completion_len_mean": float(np.mean([len(c.token_ids) for c in completions])),

@@ -94,9 +94,40 @@ class RolloutConfig:
 
 
 @dataclass
+class ExecutionConfig:
+    # Test-runner actors: processes that run tests in sandboxes (reward/execution/), scaled on
+    # their own; used by reward.kind=tests/hybrid, data.validate, reward.execute, evaluation.
+    num_runners: int = 2
+    # Ray CPUs reserved per test runner (a test run keeps a core busy).
+    num_cpus: float = 1.0
+    # Where each node caches test environments and repository snapshots (relative paths: to the
+    # working directory).
+    cache_dir: str = ".cache/execution"
+    # Local clones of the repositories, for instances whose environment reads the snapshot from
+    # git (matched by their origin remote's "owner/name", else the directory name).
+    repos: list[str] = field(default_factory=list)
+    # Wall-clock limit of one test run in the sandbox; past it the run is killed ("timeout").
+    wall_s: float = 300.0
+    # CPU seconds per process of a test run (RLIMIT_CPU).
+    cpu_s: int = 600
+    # Memory of all the processes of a test run together (a cgroup; the OOM killer ends one).
+    memory_mb: int = 4096
+    # Processes and threads of a test run together (a cgroup: a fork bomb stops there).
+    pids: int = 512
+    # Largest file a test run may write, and the size of its writable layers (tmpfs).
+    file_mb: int = 256
+    # Output kept per stream of a test run; more is killed ("output").
+    output_kb: int = 1024
+    # Seconds one environment build may take before it is counted as failed.
+    build_timeout_s: float = 1800.0
+
+
+@dataclass
 class RewardConfig:
     # How an output is scored: a name registered in reward/kinds.py. "similarity" = the paper's
-    # reward (-1 malformed, else the diff similarity to the oracle patch).
+    # reward (-1 malformed, else the diff similarity to the oracle patch); "tests" = run the
+    # instance's tests (-1 malformed, 1 resolved, 0 otherwise); "hybrid" = -1 malformed, else
+    # 0.5 x similarity + 0.5 x resolved.
     kind: str = "similarity"
     # Reward actors (processes) scoring rollouts in parallel.
     num_workers: int = 2
@@ -109,6 +140,8 @@ class RewardConfig:
     max_pair_seconds: float = DEFAULT_MAX_PAIR_SECONDS
     # A remote scoring call that takes longer than this is treated as a dead actor.
     call_timeout_s: float = 600.0
+    # Running tests (reward.kind tests/hybrid): the test-runner pool and the sandbox's limits.
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
 
 @dataclass
@@ -206,8 +239,9 @@ class RayConfig:
     address: str = ""
     # Start the dashboard with a local cluster.
     include_dashboard: bool = True
-    # CPUs a local cluster declares (logical; the laptop preset fits all actors into 2).
-    num_cpus: int = 2
+    # CPUs a local cluster declares (logical: the local preset's actors take 3 with the test
+    # runners, on a 2-core laptop whose phases do not overlap; conf/cluster/local.yaml).
+    num_cpus: int = 3
 
 
 @dataclass

@@ -14,6 +14,7 @@ DeepSpeed's logger (which reads no environment variable) once a learner rank imp
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
@@ -81,6 +82,8 @@ def setup(verbose: bool = False) -> None:
     # Libraries that install their own handlers instead of propagating to the root.
     for name in ("vllm", "ray", "DeepSpeed"):
         logging.getLogger(name).setLevel(third_party_level(verbose))
+    if not verbose:  # progress bars of libraries in this process (a model's conversion, once)
+        os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 def actor_env(verbose: bool) -> dict[str, str]:

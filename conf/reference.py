@@ -17,6 +17,7 @@ SECTIONS = [
     ("data", config.DataConfig),
     ("rollout", config.RolloutConfig),
     ("reward", config.RewardConfig),
+    ("reward.execution", config.ExecutionConfig),
     ("learner", config.LearnerConfig),
     ("trainer", config.TrainerConfig),
     ("ray", config.RayConfig),

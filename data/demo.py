@@ -16,6 +16,9 @@ Sources, one directory per instance, plain files so that a reviewer reads diffs 
         context/<path>      optional unchanged files the model also sees (after the changed
                             ones); they also make the package importable for the tests
         test_patch/<path>   pytest files the fix adds: they fail on before/, pass on after/
+        tests.json          FAIL_TO_PASS and PASS_TO_PASS (pytest node ids), as measured by
+                            `python -m data.validate` in the sandbox; written by
+                            `python -m data.demo --labels-from VALIDATED_DIR`
 
 `python -m data.demo` rebuilds `data/demo/demo.parquet` (committed) from them; the same
 sources always give the same bytes. Derived fields: from an id "demo__<name>-<number>", `repo`
@@ -34,6 +37,7 @@ consistent. data/demo/conftest.py keeps pytest from collecting the sources' test
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import sys
@@ -45,6 +49,7 @@ import pyarrow.parquet as pq
 
 from data.patching import make_patch
 from data.schema import dict_to_files, to_table
+from reward.execution.environments import EnvSpec
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
 SOURCE_DIR = DEMO_DIR / "src"
@@ -125,7 +130,32 @@ def build_instance(instance_dir: Path) -> dict[str, Any]:
         # number is the fictional pull request's; linked issues and merge dates stay unknown.
         "problem_source": "issue",
         "pr_number": number,
+        # Schema version 3: the tests' labels, and the environment: the instance's own files
+        # are the repository, run by the project's interpreter (which has pytest).
+        **_labels(instance_dir),
+        "environment": EnvSpec().to_json(),
     }
+
+
+def _labels(instance_dir: Path) -> dict[str, list[str] | None]:
+    path = instance_dir / "tests.json"
+    if not path.is_file():
+        return {"FAIL_TO_PASS": None, "PASS_TO_PASS": None}
+    labels = json.loads(path.read_text(encoding="utf-8"))
+    return {key: list(labels[key]) for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
+
+
+def import_labels(validated: Path, source_dir: Path = SOURCE_DIR) -> int:
+    """Write each instance's tests.json from a `data.validate` output; returns how many."""
+    written = 0
+    for shard in sorted(validated.glob("*.parquet")):
+        for row in pq.read_table(shard).to_pylist():
+            target = source_dir / row["instance_id"] / "tests.json"
+            if target.parent.is_dir():
+                labels = {key: row[key] for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
+                target.write_text(json.dumps(labels, indent=1) + "\n", encoding="utf-8")
+                written += 1
+    return written
 
 
 def build_rows(source_dir: Path = SOURCE_DIR) -> list[dict[str, Any]]:
@@ -152,6 +182,8 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--labels-from"]:
+        print(f"labels of {import_labels(Path(sys.argv[2]))} instances written")
     table = build_table()
     write_parquet(table, demo_parquet_path())
     repos = sorted(set(table.column("repo").to_pylist()))

@@ -60,7 +60,7 @@ def ray_session(address: str, workers: int) -> Iterator[int]:
 
     from actors.cluster import init_ray
 
-    init_ray(address, num_cpus=workers, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    init_ray(address, num_cpus=workers, include_dashboard=False, log_to_driver=False)
     try:
         yield max(int(ray.cluster_resources().get("CPU", 1)), 1)
     finally:

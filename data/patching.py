@@ -243,3 +243,24 @@ def make_patch(old_files: Mapping[str, str], new_files: Mapping[str, str]) -> st
         unified_diff(path, old_files.get(path), new_files.get(path))
         for path in sorted(old_files.keys() | new_files.keys())
     )
+
+
+def created_files(patch: str) -> set[str]:
+    """Paths a unified diff creates (an instance's code context shows them as "")."""
+    try:
+        return {fp.new_path for fp in parse_patch(patch) if fp.old_path is None and fp.new_path}
+    except PatchError:
+        return set()
+
+
+def files_patch(context: Mapping[str, str], new_content: Mapping[str, str], created: set[str]) -> str:
+    """New file contents (an answer's edits applied) as one diff against the code context. A
+    path not in the context, or in `created` (shown as "" but absent at the base commit), is a
+    new file; a context file whose new content is "" is deleted (the schema's convention)."""
+    parts = []
+    for path, new in new_content.items():
+        old = None if path not in context or path in created else context[path]
+        if new == (old or ""):
+            continue
+        parts.append(unified_diff(path, old, None if new == "" and old else new))
+    return "".join(parts)

@@ -21,7 +21,8 @@ import pyarrow as pa
 from conf.errors import UserError
 
 # 2: appended the nullable provenance fields problem_source, linked_issues, pr_number, created_at.
-SCHEMA_VERSION = 2
+# 3: appended FAIL_TO_PASS, PASS_TO_PASS and environment (running the tests; reward/execution/).
+SCHEMA_VERSION = 3
 
 # One file: its repository-relative path and its full text. Lists of these keep file order
 # (the order the prompt shows them in), which a map type would not guarantee.
@@ -63,6 +64,15 @@ INSTANCE_SCHEMA = pa.schema(
         pa.field("pr_number", pa.int64(), nullable=True),
         # When the PR was merged (the merge commit's committer date), ISO 8601 in UTC.
         pa.field("created_at", pa.string(), nullable=True),
+        # Appended in version 3 (nullable: v2 shards load with these null):
+        # Tests that fail at base_commit with the test patch and pass with the oracle patch too
+        # (pytest node ids, "tests/test_x.py::test_y"), and tests that pass both ways; written by
+        # `python -m data.validate` (or taken from a SWE-bench file). Resolved = all of both pass.
+        pa.field("FAIL_TO_PASS", pa.list_(pa.string()), nullable=True),
+        pa.field("PASS_TO_PASS", pa.list_(pa.string()), nullable=True),
+        # How to rebuild the tests' environment: a JSON object (reward/execution/environments.py,
+        # EnvSpec: snapshot source, Python, requirements, resolution date, import path).
+        pa.field("environment", pa.string(), nullable=True),
     ],
     metadata={"swe_rl.schema_version": str(SCHEMA_VERSION)},
 )
@@ -102,6 +112,10 @@ def validate_instance(row: Mapping[str, Any], where: str = "instance") -> None:
             if not (isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
                 raise SchemaError(f"{where}: field {field.name!r} must be a list of integers")
             continue
+        if pa.types.is_list(field.type) and pa.types.is_string(field.type.value_type):
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise SchemaError(f"{where}: field {field.name!r} must be a list of strings")
+            continue
         if pa.types.is_list(field.type):
             if not isinstance(value, list):
                 raise SchemaError(f"{where}: field {field.name!r} must be a list of {{path, content}}")
@@ -133,12 +147,15 @@ class Instance:
     linked_issues: tuple[int, ...] | None = None
     pr_number: int | None = None
     created_at: str | None = None
+    fail_to_pass: tuple[str, ...] | None = None  # FAIL_TO_PASS
+    pass_to_pass: tuple[str, ...] | None = None  # PASS_TO_PASS
+    environment: str | None = None  # JSON (reward.execution.environments.EnvSpec)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], where: str = "instance") -> Instance:
         """A stored row (dict of the schema's fields) -> Instance; SchemaError names a bad field."""
         validate_instance(row, where)
-        issues = row.get("linked_issues")
+        issues, f2p, p2p = row.get("linked_issues"), row.get("FAIL_TO_PASS"), row.get("PASS_TO_PASS")
         return cls(
             instance_id=row["instance_id"],
             repo=row["repo"],
@@ -152,14 +169,23 @@ class Instance:
             linked_issues=None if issues is None else tuple(issues),
             pr_number=row.get("pr_number"),
             created_at=row.get("created_at"),
+            fail_to_pass=None if f2p is None else tuple(f2p),
+            pass_to_pass=None if p2p is None else tuple(p2p),
+            environment=row.get("environment"),
         )
 
     def to_row(self) -> dict[str, Any]:
         """The stored form (the inverse of from_row)."""
-        row: dict[str, Any] = {name: getattr(self, name) for name in FIELD_NAMES}
+        attrs = {"FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
+        row: dict[str, Any] = {name: getattr(self, attrs.get(name, name)) for name in FIELD_NAMES}
         row["code_context"] = dict_to_files(self.code_context)
         row["oracle_new_content"] = dict_to_files(self.oracle_new_content)
-        row["linked_issues"] = None if self.linked_issues is None else list(self.linked_issues)
+        for name, value in (
+            ("linked_issues", self.linked_issues),
+            ("FAIL_TO_PASS", self.fail_to_pass),
+            ("PASS_TO_PASS", self.pass_to_pass),
+        ):
+            row[name] = None if value is None else list(value)
         return row
 
 

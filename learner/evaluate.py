@@ -22,7 +22,13 @@ Reported, for greedy and for sampled answers (summary.json):
 predictions.jsonl is a SWE-bench predictions file of the greedy answers (`instance_id`,
 `model_name_or_path`, `model_patch`: a git-style unified diff of the answer's edits against
 the code context, "" for an answer whose edits do not apply), so that the official SWE-bench
-harness can run the repositories' tests on them elsewhere. answers.jsonl keeps every answer.
+harness can run the repositories' tests on them elsewhere (or `python -m reward.execute` here).
+answers.jsonl keeps every answer.
+
+When the instances carry tests (FAIL_TO_PASS, schema v3) the answers whose edits apply are also
+run against them in the sandbox (`tests=true`, the default; reward/execution/): summary.json's
+"tests" holds resolve_rate (the greedy answers that resolve their instance) and resolved_any
+(instances with at least one resolving sample: pass@N on the tests).
 
 `--oracle` replaces the model by reward.oracle_answer: format, apply, reward and exact match
 must all be 1.0 and every patch must apply (checked here with data.patching.apply_patch,
@@ -47,11 +53,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from conf import device as devices
 from conf import logs
-from conf.config import DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
+from conf.config import DataConfig, ExecutionConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
 from conf.io import atomic_write, write_text
 from conf.runtime import Runtime
 from data.loader import PromptItem, is_heldout, resolve_path, shard_files
-from data.patching import PatchError, apply_patch, parse_patch, unified_diff
+from data.patching import PatchError, apply_patch, created_files, files_patch
 from data.prompt import build_messages, encode_prompt
 from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
@@ -101,6 +107,11 @@ class EvalConfig:
     model_name: str = ""
     # Replace the model's answers by the oracle answer (a self-check of data, reward and diffs).
     oracle: bool = False
+    # Run the instances' tests on the answers whose edits apply, when the instances carry
+    # FAIL_TO_PASS (schema v3): resolve_rate (greedy) and resolved_any (any sample resolves).
+    tests: bool = True
+    # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py).
+    test_workers: int = 2
 
 
 class EvalConfigError(ValueError):
@@ -271,25 +282,10 @@ def score(
     return Outcome(result.reward, result.error, True, new == changed_files(context, oracle), new)
 
 
-def created_by_oracle(instance: Instance) -> set[str]:
-    """Paths the oracle patch creates: their code_context entry is "" but they do not exist yet."""
-    try:
-        return {fp.new_path for fp in parse_patch(instance.patch) if fp.old_path is None and fp.new_path}
-    except PatchError:
-        return set()
-
-
 def model_patch(instance: Instance, new_content: dict[str, str] | None) -> str:
     """The answer's edits as one diff against the code context ("" when they do not apply).
     In the schema a deleted file has content "": such a file becomes a deletion."""
-    if not new_content:
-        return ""
-    context, created = instance.code_context, created_by_oracle(instance)
-    parts = []
-    for path, new in new_content.items():
-        old = None if path not in context or path in created else context[path]
-        parts.append(unified_diff(path, old, None if new == "" and old else new))
-    return "".join(parts)
+    return files_patch(instance.code_context, new_content or {}, created_files(instance.patch))
 
 
 def patch_roundtrips(instance: Instance, patch: str, new_content: dict[str, str] | None) -> bool:
@@ -372,6 +368,7 @@ def evaluate(cfg: EvalConfig) -> Report:
                 "sampled": [_answer(t, o) for t, o in zip(texts, s, strict=True)],
             }
         )
+    tests = resolutions(cfg, sel.items, report.predictions, [[o.new_content for o in s] for s in sampled_outcomes])
     report.summary = {
         "checkpoint": cfg.checkpoint,
         "data": cfg.data,
@@ -384,10 +381,53 @@ def evaluate(cfg: EvalConfig) -> Report:
         "greedy": rates(greedy_outcomes),
         "sampled": sampled_rates(sampled_outcomes)
         | {"samples_per_instance": cfg.samples, "temperature": cfg.temperature},
+        **({"tests": tests} if tests else {}),
         "config": asdict(cfg),
         "seconds": round(time.perf_counter() - start, 2),
     }
     return report
+
+
+def resolutions(
+    cfg: EvalConfig,
+    items: list[PromptItem],
+    predictions: list[dict[str, str]],
+    sampled: list[list[dict[str, str] | None]],
+) -> dict[str, Any] | None:
+    """resolve_rate of the greedy patches and resolved_any over the samples, by running the
+    tests of the instances that carry FAIL_TO_PASS; None when none does (or cfg.tests is off).
+    An answer whose edits do not apply does not resolve; identical patches run once."""
+    tested = [i for i, it in enumerate(items) if it.instance.fail_to_pass]
+    if not cfg.tests or not tested:
+        return None
+    from reward.execution.runner import TestJob
+
+    patches: dict[tuple[int, str], None] = {}
+    for i in tested:
+        patches[(i, predictions[i]["model_patch"])] = None
+        for new in sampled[i]:
+            patches[(i, model_patch(items[i].instance, new))] = None
+    jobs = [TestJob(items[i].instance, patch, job_id=str(n)) for n, (i, patch) in enumerate(patches) if patch]
+    runs: dict[str, Any] = {}
+    if jobs:
+        from actors.test_pool import TestPool
+        from data.parallel import ray_session
+
+        with ray_session("", cfg.test_workers):
+            pool = TestPool(ExecutionConfig(num_runners=cfg.test_workers))
+            runs = {run.job_id: run for run in pool.run(jobs, what="answers' test runs")}
+            pool.shutdown()
+    keys = {key: str(n) for n, key in enumerate(patches)}
+    ok = lambda i, patch: bool(patch) and bool(getattr(runs.get(keys[(i, patch)]), "resolved", False))  # noqa: E731
+    greedy = [ok(i, predictions[i]["model_patch"]) for i in tested]
+    any_sample = [any(ok(i, model_patch(items[i].instance, new)) for new in sampled[i]) for i in tested]
+    return {
+        "instances": len(tested),
+        "test_runs": len(jobs),
+        "resolve_rate": _mean([float(g) for g in greedy]),
+        "resolved_any": _mean([float(a) for a in any_sample]),
+        "errors": sorted({f"{r.status}: {r.reason}" for r in runs.values() if r.status != "ok"})[:5],
+    }
 
 
 def _answer(text: str, o: Outcome) -> dict[str, Any]:
@@ -416,9 +456,8 @@ def main(argv: list[str]) -> int:
         return 2
     report = evaluate(cfg)
     out_dir = write(report, cfg.out)
-    summary = {
-        k: report.summary[k] for k in ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled")
-    }
+    keys = ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled", "tests")
+    summary = {k: report.summary[k] for k in keys if k in report.summary}
     print(json.dumps(summary, indent=2))
     log.info("[eval] wrote %s/summary.json, predictions.jsonl, answers.jsonl", out_dir)
     return 0

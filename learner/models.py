@@ -173,6 +173,7 @@ def build_tiny_tokenizer(out: Path) -> None:
 
 
 def _build_tiny(out: Path, seed: int) -> None:
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")  # save_pretrained imports DeepSpeed, which probes for CUDA
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 

@@ -36,6 +36,7 @@ class RewardResult:
     error: str | None = None  # None, or the reason ("search block 1 not found in a.py", "timeout: a.py")
     format_ok: bool = True  # False exactly when rule 1 (format) or rule 2 (no edit) failed
     timed_out: bool = False  # a pair hit the time cap (or a predicted file the size guard)
+    resolved: bool | None = None  # kinds that run the tests: every FAIL_TO_PASS and PASS_TO_PASS passed
 
 
 def oracle_diffs(code_context: Mapping[str, str], oracle_new_content: Mapping[str, str]) -> dict[str, str | None]:

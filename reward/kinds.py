@@ -14,7 +14,8 @@ the end of this module; `reward.kind` accepts every registered name (the config 
 its choices from here), and a test can register one in the test file itself.
 
 Registered here: `similarity`, the paper's reward (reward/core.py: -1 for a malformed output,
-else the mean diff similarity to the oracle), the default.
+else the mean diff similarity to the oracle), the default. reward/execution/kinds.py registers
+`tests` and `hybrid`, which run the instance's tests.
 
 Pure Python: no Ray, torch or numpy (the instance and config types are imported for annotations only).
 """
@@ -22,7 +23,7 @@ Pure Python: no Ray, torch or numpy (the instance and config types are imported 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from conf.registry import Registry
 from reward.core import RewardResult, oracle_diffs, score_with_oracle_diffs
@@ -36,6 +37,9 @@ class RewardKind(ABC):
     """One way of scoring outputs. Built once on the driver (`make_reward`) and pickled to every
     reward worker: keep its attributes small and picklable (settings, not caches)."""
 
+    # Whether the kind starts the test-runner pool (its actors count in the start-up resource check).
+    uses_test_pool: ClassVar[bool] = False
+
     def __init__(self, cfg: RewardConfig) -> None:
         self.cfg = cfg
 
@@ -46,6 +50,18 @@ class RewardKind(ABC):
     @abstractmethod
     def score(self, state: Any, output: str) -> RewardResult:
         """The reward of one output; a bad output is a result with a reason, not an exception."""
+
+    def score_batch(self, items: list[tuple[Any, str]]) -> list[RewardResult]:
+        """(state, output) pairs of one batch, scored in order; kinds whose scoring waits on
+        something else (running tests) override it to wait for the batch at once."""
+        return [self.score(state, output) for state, output in items]
+
+    def stats(self) -> dict[str, float]:
+        """Counters for the trainer's metrics (cumulative), read on the driver."""
+        return {}
+
+    def shutdown(self) -> None:  # noqa: B027 - optional hook: most kinds start nothing
+        """Release what the kind started on the driver (the test-runner pool)."""
 
 
 REWARDS: Registry[type[RewardKind]] = Registry("reward kind", "reward.kind")
@@ -69,3 +85,7 @@ class Similarity(RewardKind):
     def score(self, state: tuple[dict[str, str], dict[str, str | None]], output: str) -> RewardResult:
         context, oracle = state
         return score_with_oracle_diffs(context, oracle, output, max_pair_seconds=self.cfg.max_pair_seconds)
+
+
+# Kinds defined in other files register themselves on import.
+from reward.execution import kinds as _execution_kinds  # noqa: E402, F401

@@ -51,6 +51,17 @@ def smoke_run(tmp_path_factory) -> SmokeRun:
     return SmokeRun(run_dir, output)
 
 
+@pytest.fixture(scope="session")
+def tests_run(tmp_path_factory) -> SmokeRun:
+    """The smoke preset with the reward that runs the tests (reward.kind=tests), one step."""
+    run_dir = tmp_path_factory.mktemp("tests_reward") / "run"
+    proc = run_train(run_dir, "reward.kind=tests", "trainer.steps=1")
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        pytest.fail(f"the smoke run with reward.kind=tests failed (exit {proc.returncode}):\n{output[-6000:]}")
+    return SmokeRun(run_dir, output)
+
+
 @dataclass
 class JobRun(SmokeRun):
     status: str = ""

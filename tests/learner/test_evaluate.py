@@ -60,7 +60,7 @@ def _git_apply(files: dict[str, str], patch: str, root: Path) -> dict[str, str]:
 
 
 def test_oracle_mode_scores_one_everywhere_and_its_patches_rebuild_the_oracle(tiny, tmp_path):
-    report = ev.evaluate(_cfg(tiny, "--oracle", "samples=3"))
+    report = ev.evaluate(_cfg(tiny, "--oracle", "samples=3", "tests=false"))  # tests: tests/test_execution.py
     s = report.summary
     assert s["instances"] == len(load_demo_rows()) == 17 and s["split"] == "all"
     assert s["patch_roundtrip_failures"] == 0

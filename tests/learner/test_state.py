@@ -101,7 +101,10 @@ def test_resume_from_saved_state_is_bit_exact(local_ray, model_dir, tmp_path, st
     assert [p.name for p in (tmp_path / "ckpt").iterdir()] == ["learner"]
     meta = json.loads((state_dir / "learner_state.json").read_text())
     assert meta == {"updates": 1, "num_ranks": 2, "zero_stage": stage, "dtype": "float32"}
-    assert sorted(p.name for p in (state_dir / "deepspeed").glob("rng_rank*.pt")) == ["rng_rank0.pt", "rng_rank1.pt"]
+    assert sorted(p.name for p in (state_dir / "deepspeed").glob("rng_rank*.json")) == [
+        "rng_rank0.json",
+        "rng_rank1.json",
+    ]
     assert len(list((state_dir / "deepspeed").glob("*optim_states.pt"))) == 2  # one ZeRO shard per rank
 
     b = start(cfg, model_dir)

@@ -1,0 +1,140 @@
+"""The test-runner pool: Ray actors that run tests in sandboxes, shared by everything that runs tests.
+
+Validation (`python -m data.validate`), the harness (`python -m reward.execute`), training
+(`reward.kind=tests` / `hybrid`: the reward workers submit their outputs here) and evaluation
+all go through one pool:
+
+    runners      `reward.execution.num_runners` actors (reward/execution/runner.py `Runner`), each
+                 `num_cpus` CPUs, independent of the rollout and reward actors; each holds its
+                 node's caches of environments and snapshots
+    coordinator  one async actor (`PoolCoordinator`) that owns the runners: any process holding
+                 its handle (the driver, a reward worker, a command) submits `run(job)`; it hands
+                 the job to an idle runner and awaits it
+    failures     a runner that dies, or whose call outlives its deadline (the sandbox's wall
+                 clock plus an environment build plus a margin: the sandbox stops the tests
+                 itself, this is the backstop), is killed and replaced and the job redone once
+                 on another runner; a job that fails twice comes back as status "lost" with
+                 the reason. One stuck job never stalls the pool.
+    counters     test runs, their sandbox seconds, timeouts, environment builds, runner
+                 restarts, lost jobs: `stats()`, in the trainer's metrics when it runs tests
+
+`TestPool` is the driver's handle: it starts the coordinator, submits a list of jobs, shows
+progress on long lists, and returns the results in input order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from conf.config import ExecutionConfig
+from reward.execution.runner import Runner, TestJob, TestRun
+
+log = logging.getLogger(__name__)
+
+# Seconds beyond the sandbox's wall clock and one environment build before a call is given up.
+_MARGIN_S = 60.0
+PROGRESS_INTERVAL_S = 10.0
+
+
+class PoolCoordinator:
+    """Owns the runners (a plain class; TestPool makes it an async Ray actor)."""
+
+    def __init__(self, cfg: ExecutionConfig) -> None:
+        self.cfg = cfg
+        self.remote_cls = ray.remote(Runner).options(num_cpus=cfg.num_cpus, max_restarts=0)
+        self.runners: list[Any] = [self.remote_cls.remote(cfg) for _ in range(cfg.num_runners)]
+        self.idle: asyncio.Queue[int] | None = None
+        self.counters = {
+            "test_runs": 0,
+            "tests_s": 0.0,
+            "test_timeouts": 0,
+            "env_builds": 0,
+            "test_runner_restarts": 0,
+            "test_lost_jobs": 0,
+        }
+        self.deadline_s = cfg.wall_s + cfg.build_timeout_s + _MARGIN_S
+
+    async def ready(self) -> int:
+        if self.idle is None:  # the queue belongs to the actor's event loop: made here, not in __init__
+            self.idle = asyncio.Queue()  # before the await: concurrent callers wait on the queue
+            await asyncio.gather(*[r.ready.remote() for r in self.runners])
+            for index in range(len(self.runners)):
+                self.idle.put_nowait(index)
+        return len(self.runners)
+
+    async def run(self, job: TestJob) -> TestRun:
+        await self.ready()
+        assert self.idle is not None
+        reason = ""
+        for _ in range(2):
+            index = await self.idle.get()
+            try:
+                result: TestRun = await asyncio.wait_for(self.runners[index].run.remote(job), self.deadline_s)
+            except (TimeoutError, RayActorError) as exc:
+                what = "timed out" if isinstance(exc, asyncio.TimeoutError) else "died"
+                reason = f"the test runner {what} ({self.deadline_s:.0f} s deadline)"
+                await self._replace(index)
+                continue
+            self.idle.put_nowait(index)
+            self._count(result)
+            return result
+        self.counters["test_lost_jobs"] += 1
+        return TestRun(job.job_id, job.instance.instance_id, "lost", reason=f"lost: {reason}, twice")
+
+    async def _replace(self, index: int) -> None:
+        assert self.idle is not None
+        ray.kill(self.runners[index], no_restart=True)
+        self.runners[index] = self.remote_cls.remote(self.cfg)
+        self.counters["test_runner_restarts"] += 1
+        await self.runners[index].ready.remote()
+        self.idle.put_nowait(index)
+
+    def _count(self, run: TestRun) -> None:
+        self.counters["test_runs"] += 1
+        self.counters["tests_s"] = round(self.counters["tests_s"] + run.seconds, 3)
+        self.counters["test_timeouts"] += run.status == "timeout"
+        self.counters["env_builds"] += run.env_build_s > 0
+
+    def stats(self) -> dict[str, float]:
+        return dict(self.counters)
+
+    def shutdown(self) -> None:
+        for runner in self.runners:
+            ray.kill(runner, no_restart=True)
+
+
+class TestPool:
+    """The driver's handle on the coordinator (Ray must already be initialised)."""
+
+    def __init__(self, cfg: ExecutionConfig) -> None:
+        self.cfg = cfg
+        # Concurrency: every job in flight is one waiting coroutine on the coordinator.
+        self.actor = ray.remote(PoolCoordinator).options(num_cpus=0, max_concurrency=10_000).remote(cfg)
+        ray.get(self.actor.ready.remote())
+
+    def run(self, jobs: Sequence[TestJob], what: str = "test runs") -> list[TestRun]:
+        """Run every job; results in input order. Logs progress every PROGRESS_INTERVAL_S."""
+        refs = [self.actor.run.remote(job) for job in jobs]
+        pending, started, last = list(refs), time.monotonic(), time.monotonic()
+        while pending:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
+            if time.monotonic() - last >= PROGRESS_INTERVAL_S or not pending:
+                done, elapsed = len(refs) - len(pending), time.monotonic() - started
+                eta = elapsed / done * len(pending) if done else float("nan")
+                log.info("[tests] %d/%d %s, %.1f/min, eta %.0f s", done, len(refs), what, 60 * done / elapsed, eta)
+                last = time.monotonic()
+        return list(ray.get(refs))
+
+    def stats(self) -> dict[str, float]:
+        return dict(ray.get(self.actor.stats.remote()))
+
+    def shutdown(self) -> None:
+        ray.get(self.actor.shutdown.remote())
+        ray.kill(self.actor, no_restart=True)

@@ -1,0 +1,139 @@
+"""`python -m reward.execute`: run predictions against instances' tests, SWE-bench's way.
+
+    python -m reward.execute --instances DATA --predictions FILE --out DIR [--git CLONE ...]
+        [--workers N | --ray-address ADDR] [--wall-s S] [--cache-dir DIR]
+
+DATA: a Parquet file or directory of the instance schema (v3: FAIL_TO_PASS, PASS_TO_PASS,
+environment), or `demo`. FILE: SWE-bench predictions, one object per line (JSONL) or a JSON
+list, each with `instance_id`, `model_name_or_path` and `model_patch` (a unified diff).
+
+Each prediction's patch and then the instance's test patch are applied to the snapshot and the
+instance's tests run in the sandbox, on the test-runner pool (actors/test_pool.py). Resolved
+= every FAIL_TO_PASS and every PASS_TO_PASS test passed. DIR/report.json, with SWE-bench's
+field names so that tools that read one read the other:
+
+    resolved_ids, unresolved_ids       the predictions whose tests ran
+    error_ids                          {instance_id: reason}: the patch does not apply, the
+                                       environment failed, the run was stopped, no report
+    empty_patch_ids                    an empty model_patch (not run)
+    missing_instance_ids               predictions of instances not in DATA (not run)
+    total_predictions, submitted, completed, resolved, unresolved, error, empty_patch
+
+and DIR/logs/<instance_id>.json per run (status, every test's outcome, the end of pytest's
+output). Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conf import logs
+from conf.config import ExecutionConfig
+from conf.errors import UserError, fail
+from conf.io import write_text
+
+log = logging.getLogger(__name__)
+
+
+def read_predictions(path: str) -> list[dict[str, Any]]:
+    """SWE-bench predictions (JSONL or a JSON list); UserError naming the line or field."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        rows = (
+            json.loads(text)
+            if text.lstrip().startswith("[")
+            else [json.loads(s) for s in text.splitlines() if s.strip()]
+        )
+    except ValueError as exc:
+        raise UserError(f"--predictions {path}: not JSON or JSONL ({exc})") from None
+    for i, row in enumerate(rows):
+        for key in ("instance_id", "model_patch"):
+            if not isinstance(row, dict) or not isinstance(row.get(key), str):
+                raise UserError(f"--predictions {path}: prediction {i}: field {key!r} missing or not a string")
+    return rows
+
+
+def report(predictions: list[dict[str, Any]], runs: dict[str, Any], missing: list[str]) -> dict[str, Any]:
+    empty = [p["instance_id"] for p in predictions if not p["model_patch"].strip()]
+    resolved = sorted(i for i, r in runs.items() if r.status == "ok" and r.resolved)
+    unresolved = sorted(i for i, r in runs.items() if r.status == "ok" and not r.resolved)
+    errors = {i: f"{r.status}: {r.reason}" for i, r in sorted(runs.items()) if r.status != "ok"}
+    return {
+        "total_predictions": len(predictions),
+        "submitted": len(runs),
+        "completed": len(resolved) + len(unresolved),
+        "resolved": len(resolved),
+        "unresolved": len(unresolved),
+        "error": len(errors),
+        "empty_patch": len(empty),
+        "resolved_ids": resolved,
+        "unresolved_ids": unresolved,
+        "error_ids": errors,
+        "empty_patch_ids": sorted(empty),
+        "missing_instance_ids": sorted(missing),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reward.execute", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", required=True, help="Parquet file or directory of instances, or 'demo'")
+    parser.add_argument("--predictions", required=True, help="SWE-bench predictions, JSONL or a JSON list")
+    parser.add_argument("--out", required=True, help="directory for report.json and logs/")
+    parser.add_argument("--git", action="append", default=[], help="a local clone of a repository (repeatable)")
+    parser.add_argument("--workers", type=int, default=2, help="test runners on a local Ray (default 2)")
+    parser.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
+    parser.add_argument("--wall-s", type=float, default=ExecutionConfig.wall_s, help="per test run")
+    parser.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
+    args = parser.parse_args(argv)
+    logs.setup()
+    from data.validate import read_instances
+
+    try:
+        predictions = read_predictions(args.predictions)
+        instances = {i.instance_id: i for i in read_instances(args.instances, 0)}
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+    except (UserError, OSError) as exc:
+        fail(parser.prog, str(exc))
+    from reward.execution.runner import TestJob
+
+    missing = [p["instance_id"] for p in predictions if p["instance_id"] not in instances]
+    todo = [p for p in predictions if p["instance_id"] in instances and p["model_patch"].strip()]
+    jobs = [TestJob(instances[p["instance_id"]], p["model_patch"], job_id=p["instance_id"]) for p in todo]
+    cfg = ExecutionConfig(num_runners=args.workers, cache_dir=args.cache_dir, repos=args.git, wall_s=args.wall_s)
+    started = time.monotonic()
+    from actors.test_pool import TestPool
+    from data.parallel import ray_session
+
+    with ray_session(args.ray_address, max(args.workers, 1)):
+        pool = TestPool(cfg)
+        runs = {run.job_id: run for run in pool.run(jobs, what="predictions")}
+        pool.shutdown()
+    (out / "logs").mkdir(exist_ok=True)
+    for iid, run in runs.items():
+        record = {
+            "instance_id": iid,
+            "status": run.status,
+            "resolved": run.resolved,
+            "reason": run.reason,
+            "seconds": run.seconds,
+            "tests": run.outcomes,
+            "log": run.log,
+        }
+        write_text(out / "logs" / f"{iid}.json", json.dumps(record, indent=1) + "\n")
+    summary = report(predictions, runs, missing) | {"elapsed_s": round(time.monotonic() - started, 1)}
+    write_text(out / "report.json", json.dumps(summary, indent=1) + "\n")
+    counts = {k: summary[k] for k in ("total_predictions", "resolved", "unresolved", "error", "empty_patch")}
+    print(json.dumps(counts))
+    log.info("[execute] wrote %s", out / "report.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Running tests: the sandbox, environments, snapshots, reports, and the tests-based reward."""

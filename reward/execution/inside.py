@@ -1,0 +1,143 @@
+"""PID 1 of a sandbox's namespaces: build its root, drop to nobody, run the command, end it all.
+
+Started by reward/execution/sandbox.py as `unshare ... python -m reward.execution.inside SPEC`,
+as root, in fresh mount, PID, network, IPC and UTS namespaces (the mount namespace's
+propagation is private: none of these mounts reaches the host). Standard library only, and
+nothing here runs code from the sandboxed repository before privileges are dropped.
+
+    1. join the run's cgroups (memory, pids), so that every process started later counts;
+    2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
+       the snapshot at `workdir` as an overlay whose writes land in a size-limited tmpfs, the
+       run's `changes` written into it (as root, before anything of the repository runs),
+       `/results` (the one directory shared with the host), tmpfs /tmp and /dev/shm, a minimal
+       /dev, a /proc of this PID namespace;
+    3. chroot, chdir to `workdir`, drop to uid/gid 65534 with no groups, set the rlimits;
+    4. run the command as a child, wait for it, and exit with its status: as PID 1 exiting,
+       the kernel kills every other process of the namespace (a daemonised child included).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_DEVICES = ("null", "zero", "random", "urandom")
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True)
+
+
+def _bind(source: str, target: Path, writable: bool = False) -> None:
+    if Path(source).is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+    _mount("--bind", source, str(target))
+    if not writable:
+        _mount("-o", "remount,bind,ro,nosuid,nodev", str(target))
+
+
+def _tmpfs(target: Path, size_mb: int, mode: str = "1777") -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    _mount("-t", "tmpfs", "-o", f"size={size_mb}m,mode={mode},nosuid,nodev", "tmpfs", str(target))
+
+
+def build_root(spec: dict) -> Path:
+    scratch, limits = Path(spec["scratch"]), spec["limits"]
+    root = scratch / "root"
+    _tmpfs(root, 64, mode="0755")
+    for path in (*_SYSTEM, *spec["ro_paths"]):
+        if os.path.lexists(path):
+            real = os.path.realpath(path)
+            if real != path and real.startswith("/usr"):  # /bin -> usr/bin on merged-/usr systems
+                (root / path.lstrip("/")).symlink_to(os.path.relpath(real, os.path.dirname(path)))
+                continue
+            _bind(path, root / path.lstrip("/"))
+    # The snapshot as an overlay: reads from disk, writes to a tmpfs the size of the file limit.
+    upper = scratch / "upper"
+    _tmpfs(upper, limits["file_mb"], mode="0755")
+    (upper / "data").mkdir()
+    (upper / "work").mkdir()
+    os.chown(upper / "data", spec["uid"], spec["uid"])
+    work = root / spec["workdir"].lstrip("/")
+    work.mkdir(parents=True, exist_ok=True)
+    lower = spec["snapshot"]
+    _mount(
+        "-t",
+        "overlay",
+        "overlay",
+        "-o",
+        f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}",
+        str(work),
+    )
+    _apply_changes(Path(spec["changes"]), spec["deleted"], work, spec["uid"])  # as root, before any repo code
+    _bind(str(scratch / "results"), root / "results", writable=True)
+    _tmpfs(root / "tmp", limits["file_mb"])
+    (root / "dev").mkdir()
+    _mount("-t", "tmpfs", "-o", "size=1m,mode=0755,nosuid", "tmpfs", str(root / "dev"))
+    for device in _DEVICES:
+        _bind(f"/dev/{device}", root / "dev" / device, writable=True)
+    _tmpfs(root / "dev" / "shm", limits["file_mb"])
+    (root / "proc").mkdir(exist_ok=True)
+    _mount("-t", "proc", "-o", "nosuid,nodev,noexec", "proc", str(root / "proc"))
+    return root
+
+
+def _apply_changes(changes: Path, deleted: list[str], work: Path, uid: int) -> None:
+    """Write the candidate and test patches' files. The snapshot's own files already belong to
+    the sandbox's user (snapshots.py), so the new ones are given to it too; chowning the rest
+    here would copy every file up into the overlay's tmpfs."""
+    for source in sorted(p for p in changes.rglob("*") if p.is_file()):
+        target = work / source.relative_to(changes)
+        for parent in reversed(target.relative_to(work).parents[:-1]):
+            if not (work / parent).exists():
+                (work / parent).mkdir()
+                os.chown(work / parent, uid, uid)
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        shutil.copyfile(source, target)
+        os.chown(target, uid, uid)
+    for rel in deleted:
+        target = work / rel
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+
+
+def _limit(limits: dict) -> None:
+    fsize = limits["file_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    for procs in spec["cgroups"]:  # "0": this process; every child inherits the cgroups
+        Path(procs).write_text("0")
+    _mount("--make-rprivate", "/")
+    root = build_root(spec)
+    os.chroot(root)
+    os.chdir(spec["workdir"])
+    os.setgroups([])
+    os.setgid(spec["uid"])
+    os.setuid(spec["uid"])
+    _limit(spec["limits"])
+    try:
+        child = subprocess.Popen(spec["argv"], env=spec["env"])
+    except OSError as exc:
+        print(f"sandbox: cannot run {spec['argv'][0]}: {exc}", file=sys.stderr)
+        return 127
+    return child.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,249 @@
+"""The sandbox: the one place where code a model wrote runs. Linux namespaces, no Docker.
+
+`run(argv, snapshot=..., changes=..., ...)` runs `argv` on a private copy of `snapshot` with
+`changes` applied (the candidate patch and the test patch, as new file contents), and returns
+its exit status, its output (truncated) and the files it left in `/results`. Everything else in
+the project treats a candidate patch as text.
+
+What the code inside sees, and cannot do (each has a test in tests/reward/test_containment.py):
+
+    filesystem  a new root of its own: the snapshot at /testbed (an overlay: writes land in a
+                size-limited tmpfs, the snapshot on disk is never modified, and a fresh copy
+                costs one mount, not a copy of the repository), /results (the only directory
+                that outlives it), a private /tmp and /dev/shm (tmpfs), /dev with null, zero,
+                random and urandom, a /proc of its own PID namespace; read-only: /usr, /lib*,
+                /bin, /sbin, /etc, and the interpreter's prefix and environment (`ro_paths`).
+                The host's other files (home directories, the project, other runs) do not exist
+                there.
+    identity    uid and gid 65534 (nobody), no supplementary groups: no root, so file modes
+                hold and the process limit below applies.
+    network     a network namespace with only a loopback interface that is down: no socket
+                reaches the host's services, its 127.0.0.1 included, or anything else.
+    processes   its own PID namespace: when the command exits, every process it started
+                (a daemonised child too) is killed with the namespace. A cgroup caps the number
+                of processes (`pids`) and the memory (`memory_mb`; the kernel's OOM killer ends
+                the cgroup's largest process); rlimits cap CPU seconds, file size and open files.
+    time        a wall-clock limit: past it the namespace is killed (from the host side, which
+                the code inside cannot reach) and the result says "timeout".
+    output      stdout and stderr are read by the host and kept up to `output_bytes` each; a
+                command that prints more is killed ("output").
+
+How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
+`python -m reward.execution.inside` as PID 1 of the new PID namespace, which joins the cgroups,
+builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
+chroots into it, drops to nobody, sets the rlimits and runs `argv`. Root is needed (as on the
+machines this runs on: the trainer's nodes and CI); `available()` says why not where it is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# The unprivileged identity sandboxed code runs as.
+NOBODY = 65534
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_CGROUP_PARENT = "swe_rl_sandbox"
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 300.0  # wall clock for the whole command
+    cpu_s: int = 600  # CPU seconds per process (RLIMIT_CPU)
+    memory_mb: int = 4096  # memory of all its processes together (cgroup)
+    pids: int = 512  # processes and threads together (cgroup)
+    output_bytes: int = 1 << 20  # stdout and stderr kept, each; more is killed
+    file_mb: int = 256  # largest file it may write (RLIMIT_FSIZE) and size of each tmpfs
+    open_files: int = 1024  # RLIMIT_NOFILE
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    returncode: int | None  # None when it was killed by the host
+    killed: str | None  # None, "timeout", "output", "memory" (the OOM killer ran in its cgroup)
+    seconds: float
+    stdout: str
+    stderr: str
+    files: dict[str, bytes] = field(default_factory=dict)  # what it left in /results
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot run the sandbox; the message says what is missing."""
+
+
+def available() -> str | None:
+    """None when the sandbox can run here, else why not."""
+    if sys.platform != "linux":
+        return "the sandbox needs Linux namespaces"
+    if os.geteuid() != 0:
+        return "the sandbox needs root (mount and PID namespaces, cgroups, dropping to nobody)"
+    if shutil.which("unshare") is None:
+        return "util-linux's `unshare` is not installed"
+    return None
+
+
+def _cgroups(limits: Limits) -> list[Path]:
+    """A memory and a pids cgroup for one run (cgroup v1), or none where they cannot be made."""
+    made = []
+    name = f"{_CGROUP_PARENT}/{uuid.uuid4().hex[:12]}"
+    for controller, settings in (
+        ("memory", {"memory.limit_in_bytes": limits.memory_mb << 20}),
+        ("pids", {"pids.max": limits.pids}),
+    ):
+        path = _CGROUP_ROOT / controller / name
+        try:
+            path.mkdir(parents=True)
+            for key, value in settings.items():
+                (path / key).write_text(str(value))
+        except OSError:
+            continue
+        made.append(path)
+    return made
+
+
+def _remove_cgroups(paths: list[Path]) -> bool:
+    """Kill whatever is left in the run's cgroups and remove them; True if the OOM killer ran."""
+    oom = False
+    for path in paths:
+        for _ in range(50):
+            procs = (path / "cgroup.procs").read_text().split() if path.exists() else []
+            for pid in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+            if not procs:
+                break
+            time.sleep(0.02)
+        control = path / "memory.oom_control"
+        if control.exists():  # "oom_kill N": processes the OOM killer ended in this cgroup
+            kills = [line.split()[1] for line in control.read_text().splitlines() if line.startswith("oom_kill ")]
+            oom = oom or (bool(kills) and kills[0] != "0")
+        with contextlib.suppress(OSError):
+            path.rmdir()
+    return oom
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    snapshot: Path,
+    changes: Mapping[str, str | None] | None = None,
+    ro_paths: Sequence[str | Path] = (),
+    env: Mapping[str, str] | None = None,
+    limits: Limits = Limits(),
+    workdir: str = "/testbed",
+) -> SandboxResult:
+    """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
+    delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
+    interpreter's prefix, the environment). `env` is the whole environment of the command."""
+    why = available()
+    if why is not None:
+        raise SandboxUnavailable(why)
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
+    results = scratch / "results"
+    results.mkdir()
+    os.chown(results, NOBODY, NOBODY)
+    (scratch / "root").mkdir()
+    changes_dir = scratch / "changes"
+    changes_dir.mkdir()
+    deleted = []
+    for rel, content in (changes or {}).items():
+        if content is None:
+            deleted.append(rel)
+            continue
+        target = changes_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8", errors="surrogateescape")
+    cgroups = _cgroups(limits)
+    spec = {
+        "argv": list(argv),
+        "env": dict(env or {}),
+        "snapshot": str(snapshot),
+        "changes": str(changes_dir),
+        "deleted": deleted,
+        "ro_paths": [str(p) for p in ro_paths],
+        "scratch": str(scratch),
+        "workdir": workdir,
+        "limits": asdict(limits),
+        "cgroups": [str(p / "cgroup.procs") for p in cgroups],
+        "uid": NOBODY,
+    }
+    (scratch / "spec.json").write_text(json.dumps(spec))
+    cmd = [
+        "unshare",
+        "--mount",
+        "--pid",
+        "--net",
+        "--ipc",
+        "--uts",
+        "--kill-child=SIGKILL",
+        "--propagation",
+        "private",
+        sys.executable,
+        "-m",
+        "reward.execution.inside",
+        str(scratch / "spec.json"),
+    ]
+    project = Path(__file__).resolve().parents[2]
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=project,
+        env={"PYTHONPATH": str(project)},
+    )
+    out, err, killed = _collect(proc, limits, start)
+    oom = _remove_cgroups(cgroups)
+    files = {p.name: p.read_bytes() for p in results.iterdir() if p.is_file()} if killed is None else {}
+    shutil.rmtree(scratch, ignore_errors=True)
+    if killed is None and oom:
+        killed = "memory"
+    code = None if killed in ("timeout", "output") else proc.returncode
+    return SandboxResult(code, killed, round(time.monotonic() - start, 3), out, err, files)
+
+
+def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tuple[str, str, str | None]:
+    """Read both pipes up to the output limit, within the wall clock; kill on either."""
+    assert proc.stdout is not None and proc.stderr is not None
+    buffers = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    sel = selectors.DefaultSelector()
+    for pipe in buffers:
+        os.set_blocking(pipe.fileno(), False)
+        sel.register(pipe, selectors.EVENT_READ)
+    killed = None
+    while sel.get_map():
+        remaining = limits.wall_s - (time.monotonic() - start)
+        if remaining <= 0:
+            killed = "timeout"
+            break
+        for key, _ in sel.select(timeout=min(remaining, 1.0)):
+            chunk = key.fileobj.read(65536)  # type: ignore[union-attr]
+            if not chunk:
+                sel.unregister(key.fileobj)
+                continue
+            buf = buffers[key.fileobj]  # type: ignore[index]
+            buf += chunk
+            if len(buf) > limits.output_bytes:
+                killed = "output"
+        if killed:
+            break
+    if killed:
+        # The whole session: unshare, and (--kill-child) the namespace's PID 1 with everything in it.
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    text = [bytes(b[: limits.output_bytes]).decode("utf-8", "replace") for b in buffers.values()]
+    return text[0], text[1], killed

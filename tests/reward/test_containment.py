@@ -1,0 +1,210 @@
+"""The sandbox contains what a candidate patch can do: each attack runs as a test inside it,
+is stopped or finds nothing, scores unresolved with the reason recorded, and leaves the host
+as it was: no file changed or created, no process left, and the runner takes the next job.
+
+The attacks are candidate patches to a demo instance (the code a model would write): each adds
+a `conftest.py`, which pytest imports before any test, run through the same Runner the trainer,
+the harness and validation use.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conf.config import ExecutionConfig
+from data.demo import load_demo_rows
+from data.patching import make_patch
+from data.schema import Instance
+from reward.execution import sandbox
+from reward.execution.environments import EnvSpec
+from reward.execution.runner import Runner, TestJob
+
+pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
+
+MARK = "swe_rl_attack"  # in the attack's source: how its processes are recognised
+
+
+def _instance() -> Instance:
+    return Instance.from_row(next(r for r in load_demo_rows() if r["instance_id"] == "demo__calspan-3"))
+
+
+def _attack(body: str) -> str:
+    """A candidate patch adding a conftest.py that runs `body` before the tests. What `body`
+    prints comes back in the run's log: pytest shows the error the conftest ends with."""
+    indented = "\n".join("    " + line for line in body.strip("\n").splitlines())
+    source = (
+        f"# {MARK}\nimport contextlib, io, os, socket, subprocess, sys, time\n\n_out = io.StringIO()\n"
+        f"with contextlib.redirect_stdout(_out):\n{indented}\n"
+        "raise RuntimeError('ATTACK OUTPUT: ' + _out.getvalue().replace(chr(10), ' | '))\n"
+    )
+    return make_patch({}, {"conftest.py": source})
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory) -> Runner:
+    cache = tmp_path_factory.mktemp("exec")
+    return Runner(
+        ExecutionConfig(cache_dir=str(cache), wall_s=20.0, memory_mb=256, pids=64, file_mb=16, output_kb=64, cpu_s=30)
+    )
+
+
+@pytest.fixture(scope="module")
+def host_listener():
+    """A socket on the host's 127.0.0.1 that records any connection (the sandbox must reach none)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    hits: list[str] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            hits.append("connected")
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], hits
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def _ours() -> set[int]:
+    """Processes that are not ours to worry about: those running before the attack."""
+    return {int(p) for p in os.listdir("/proc") if p.isdigit()}
+
+
+def _run_attack(runner: Runner, body: str) -> tuple[object, set[int]]:
+    before = _ours()
+    run = runner.run(TestJob(_instance(), _attack(body)))
+    time.sleep(0.5)
+    left = {p for p in _ours() - before if Path(f"/proc/{p}/stat").exists() and _is_sandbox_child(p)}
+    return run, left
+
+
+def _is_sandbox_child(pid: int) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"pytest" in cmd or b"reward.execution.inside" in cmd
+
+
+def _assert_contained(run, left: set[int]) -> None:
+    assert run.resolved is not True
+    assert not left, f"processes left behind: {left}"
+
+
+def test_a_socket_opened_by_the_host_on_loopback_is_unreachable(runner, host_listener):
+    port, hits = host_listener
+    run, left = _run_attack(runner, f"socket.create_connection(('127.0.0.1', {port}), timeout=2)")
+    _assert_contained(run, left)
+    assert hits == []
+    assert "Network is unreachable" in run.log or "Connection refused" in run.log, run.log[-1500:]
+
+
+def test_writing_outside_the_work_dir_changes_nothing_on_the_host(runner, tmp_path):
+    target = tmp_path / "planted.txt"
+    body = f"""
+for path in [{str(target)!r}, '/etc/planted', '/usr/planted', '/root/planted', '/planted']:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, 'w').write('x')
+        print('WROTE', path)
+    except OSError as e:
+        print('REFUSED', path, e)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "REFUSED /etc/planted" in run.log, run.log[-1500:]
+    assert not target.exists() and not Path("/etc/planted").exists() and not Path("/planted").exists()
+
+
+def test_files_outside_the_snapshot_cannot_be_read(runner, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the host's secret")
+    body = f"""
+for path in [{str(secret)!r}, '/etc/shadow', {str(Path(__file__))!r}]:
+    try:
+        print('READ', path, open(path).read()[:40])
+    except OSError as e:
+        print('CANNOT', path, type(e).__name__)
+print('SECRET VISIBLE' if os.path.exists({str(secret)!r}) else 'SECRET ABSENT')
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "the host's secret" not in run.log and "SECRET ABSENT" in run.log, run.log[-1500:]
+
+
+def test_a_fork_bomb_is_capped(runner):
+    body = """
+children = []
+try:
+    for _ in range(10_000):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+except OSError as e:
+    print('FORK REFUSED after', len(children), e)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "FORK REFUSED after" in run.log or run.status in ("timeout", "killed")
+
+
+def test_memory_past_the_limit_is_stopped(runner):
+    run, left = _run_attack(runner, "blocks = [bytearray(16 << 20) for _ in range(64)]\nprint('ALLOCATED 1 GiB')")
+    _assert_contained(run, left)  # 1 GiB against a 256 MiB limit
+    assert "ALLOCATED 1 GiB" not in run.log and run.status in ("killed", "no_report"), (run.status, run.log[-800:])
+
+
+def test_an_endless_loop_is_stopped_at_the_wall_clock(runner):
+    started = time.monotonic()
+    run, left = _run_attack(runner, "while True:\n    pass")
+    _assert_contained(run, left)
+    assert run.status == "timeout" and "timeout" in (run.reason or "")
+    assert time.monotonic() - started < 120
+
+
+def test_a_gigabyte_of_output_is_cut(runner):
+    run, left = _run_attack(runner, "sys.stdout.write('x' * (1 << 30))")
+    _assert_contained(run, left)
+    assert run.status in ("killed", "ok") and len(run.log) <= 4000
+
+
+def test_a_daemonised_child_dies_with_the_run(runner, tmp_path):
+    body = """
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)
+    os._exit(0)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    sleeping = subprocess.run(["pgrep", "-f", MARK], capture_output=True, text=True).stdout.split()
+    assert sleeping == []
+
+
+def test_the_runner_takes_the_next_job_and_the_snapshot_is_untouched(runner):
+    inst = _instance()
+    run = runner.run(TestJob(inst, inst.patch))
+    assert run.status == "ok" and run.outcomes and all(v == "passed" for v in run.outcomes.values())
+    snapshot = runner.snapshots.path(inst, EnvSpec())
+    assert not (snapshot / "conftest.py").exists() and not (snapshot / "tests").exists()
