@@ -105,6 +105,10 @@ class PoolCoordinator:
     def stats(self) -> dict[str, float]:
         return dict(self.counters)
 
+    def runner_handles(self) -> list[Any]:
+        """The current runners (a seam for tests that inject faults, and for debugging)."""
+        return list(self.runners)
+
     def shutdown(self) -> None:
         for runner in self.runners:
             ray.kill(runner, no_restart=True)
@@ -112,6 +116,8 @@ class PoolCoordinator:
 
 class TestPool:
     """The driver's handle on the coordinator (Ray must already be initialised)."""
+
+    __test__ = False  # not a pytest test class
 
     def __init__(self, cfg: ExecutionConfig) -> None:
         self.cfg = cfg
