@@ -51,6 +51,7 @@ from learner.batch import nominal_micro_batches
 from learner.checkpoint import Checkpointer
 from learner.group import LearnerGroup
 from learner.sft import warm_start
+from reward.kinds import REWARDS
 
 config.register()
 log = logging.getLogger("train")
@@ -68,6 +69,8 @@ class Trainer:
         run = Runtime(models.resolve(cfg.model), cfg.model.dtype, cfg.seed, device, timeout, verbose)
         self.tokenizer = models.tokenizer(run.model_path)
         self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed)
+        if REWARDS.get(cfg.reward.kind).uses_test_pool:
+            self.loader.require_test_labels(f"reward.kind={cfg.reward.kind}")
         r = cfg.ray
         init_ray(r.address, num_cpus=r.num_cpus, include_dashboard=r.include_dashboard, verbose=verbose)
         check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from conf.config import DataConfig
 from data.prompt import build_messages, encode_prompt
-from data.schema import Instance
-from data.shards import check_manifest, check_shard
+from data.schema import Instance, SchemaError
+from data.shards import check_manifest, check_shard, unlabelled_rows
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,18 @@ class InstanceLoader:
         if sum(self._rows_per_file) == 0:
             raise ValueError(f"data.path={self.path!r}: the dataset has no rows")
         self._cache: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+
+    def require_test_labels(self, why: str) -> None:
+        """Refuse, before anything starts, a dataset whose instances cannot be tested: a reward
+        that runs the tests would score every sample of an unlabelled instance 0."""
+        for path, rows in zip(self._files, self._rows_per_file, strict=True):
+            missing = unlabelled_rows(path)
+            if missing:
+                raise SchemaError(
+                    f"{why} runs each instance's tests, which needs its FAIL_TO_PASS labels: {path} has "
+                    f"{missing} of {rows} row(s) without them; label the data first with `python -m "
+                    f"data.validate --data {self.path} --out DIR` and train on DIR"
+                )
 
     # -- cursor -------------------------------------------------------------------------------
 

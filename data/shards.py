@@ -169,6 +169,15 @@ def check_shard(path: Path) -> int:
     return int(meta.metadata.num_rows)
 
 
+def unlabelled_rows(path: Path) -> int:
+    """Rows of a shard without FAIL_TO_PASS labels (`data.validate` writes them): every row of a
+    shard older than schema version 3. Reads that one column only."""
+    meta = pq.ParquetFile(path)
+    if "FAIL_TO_PASS" not in meta.schema_arrow.names:
+        return int(meta.metadata.num_rows)
+    return int(pq.read_table(path, columns=["FAIL_TO_PASS"]).column(0).null_count)
+
+
 def check_manifest(directory: Path, shards: list[Path]) -> None:
     """A data directory is trained on only when `_manifest.json` lists exactly its shards: a
     missing manifest is an interrupted or hand-made directory, a shard it does not list (or

@@ -88,3 +88,17 @@ def test_too_long_prompts_are_dropped_and_counted(tmp_path):
 def test_missing_path_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="data.path"):
         InstanceLoader(str(tmp_path / "nope"), CharTokenizer())
+
+
+def test_a_reward_that_runs_tests_refuses_unlabelled_rows(tmp_path):
+    labelled = [dict(_row(i), FAIL_TO_PASS=["t.py::test_a"], PASS_TO_PASS=[]) for i in range(2)]
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(to_table([*labelled, _row(2)]), path)
+    with pytest.raises(ValueError, match=r"reward.kind=tests .* has 1 of 3 row\(s\) without them.*data.validate"):
+        InstanceLoader(str(path), CharTokenizer()).require_test_labels("reward.kind=tests")
+    pq.write_table(to_table(labelled), path)
+    InstanceLoader(str(path), CharTokenizer()).require_test_labels("reward.kind=tests")  # all labelled: accepted
+    old = pq.read_table(path).drop_columns(["FAIL_TO_PASS", "PASS_TO_PASS", "environment"])  # a schema-v2 shard
+    pq.write_table(old, path)
+    with pytest.raises(ValueError, match="has 2 of 2 row"):
+        InstanceLoader(str(path), CharTokenizer()).require_test_labels("reward.kind=hybrid")
