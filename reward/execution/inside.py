@@ -1,6 +1,6 @@
 """PID 1 of a sandbox's namespaces: build its root, drop to nobody, run the command, end it all.
 
-Started by reward/execution/sandbox.py as `unshare ... python -m reward.execution.inside SPEC`,
+Started by reward/execution/sandbox.py as `unshare ... python -I -S path/to/inside.py SPEC`,
 as root, in fresh mount, PID, network, IPC and UTS namespaces (the mount namespace's
 propagation is private: none of these mounts reaches the host). Standard library only, and
 nothing here runs code from the sandboxed repository before privileges are dropped.
@@ -18,6 +18,7 @@ nothing here runs code from the sandboxed repository before privileges are dropp
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -30,8 +31,19 @@ _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc
 _DEVICES = ("null", "zero", "random", "urandom")
 
 
-def _mount(*args: str) -> None:
-    subprocess.run(["mount", *args], check=True)
+# mount(2) flags (linux/mount.h).
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(source: str | None, target: str | Path, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """mount(2) itself: a root of ~25 mounts built by the `mount` command cost ~80 ms of
+    process starts per sandbox, this costs well under 1 ms."""
+    args = [None if a is None else str(a).encode() for a in (source, target, fstype, data)]
+    if _libc.mount(args[0], args[1], args[2], ctypes.c_ulong(flags), args[3]) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {source} on {target} ({fstype}): {os.strerror(errno)}")
 
 
 def _bind(source: str, target: Path, writable: bool = False) -> None:
@@ -40,14 +52,14 @@ def _bind(source: str, target: Path, writable: bool = False) -> None:
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch()
-    _mount("--bind", source, str(target))
-    if not writable:
-        _mount("-o", "remount,bind,ro,nosuid,nodev", str(target))
+    _mount(source, target, None, MS_BIND)
+    if not writable:  # a bind mount takes its own flags only when remounted
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _tmpfs(target: Path, size_mb: int, mode: str = "1777") -> None:
     target.mkdir(parents=True, exist_ok=True)
-    _mount("-t", "tmpfs", "-o", f"size={size_mb}m,mode={mode},nosuid,nodev", "tmpfs", str(target))
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode={mode}")
 
 
 def build_root(spec: dict) -> Path:
@@ -70,24 +82,17 @@ def build_root(spec: dict) -> Path:
     work = root / spec["workdir"].lstrip("/")
     work.mkdir(parents=True, exist_ok=True)
     lower = spec["snapshot"]
-    _mount(
-        "-t",
-        "overlay",
-        "overlay",
-        "-o",
-        f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}",
-        str(work),
-    )
+    _mount("overlay", work, "overlay", 0, f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}")
     _apply_changes(Path(spec["changes"]), spec["deleted"], work, spec["uid"])  # as root, before any repo code
     _bind(str(scratch / "results"), root / "results", writable=True)
     _tmpfs(root / "tmp", limits["file_mb"])
     (root / "dev").mkdir()
-    _mount("-t", "tmpfs", "-o", "size=1m,mode=0755,nosuid", "tmpfs", str(root / "dev"))
+    _mount("tmpfs", root / "dev", "tmpfs", MS_NOSUID, "size=1m,mode=0755")
     for device in _DEVICES:
         _bind(f"/dev/{device}", root / "dev" / device, writable=True)
     _tmpfs(root / "dev" / "shm", limits["file_mb"])
     (root / "proc").mkdir(exist_ok=True)
-    _mount("-t", "proc", "-o", "nosuid,nodev,noexec", "proc", str(root / "proc"))
+    _mount("proc", root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     return root
 
 
@@ -123,7 +128,7 @@ def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     for procs in spec["cgroups"]:  # "0": this process; every child inherits the cgroups
         Path(procs).write_text("0")
-    _mount("--make-rprivate", "/")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
     root = build_root(spec)
     os.chroot(root)
     os.chdir(spec["workdir"])

@@ -29,7 +29,7 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 command that prints more is killed ("output").
 
 How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
-`python -m reward.execution.inside` as PID 1 of the new PID namespace, which joins the cgroups,
+`python -I -S reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
 builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
 chroots into it, drops to nobody, sets the rlimits and runs `argv`. Root is needed (as on the
 machines this runs on: the trainer's nodes and CI); `available()` says why not where it is not.
@@ -190,12 +190,14 @@ def run(
         "--kill-child=SIGKILL",
         "--propagation",
         "private",
+        # The script by path, isolated (-I) and without site (-S): it needs the standard library
+        # only, and skipping the project's packages and site-packages saves ~60 ms per run.
         sys.executable,
-        "-m",
-        "reward.execution.inside",
+        "-I",
+        "-S",
+        str(Path(__file__).with_name("inside.py")),
         str(scratch / "spec.json"),
     ]
-    project = Path(__file__).resolve().parents[2]
     start = time.monotonic()
     proc = subprocess.Popen(
         cmd,
@@ -203,8 +205,8 @@ def run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        cwd=project,
-        env={"PYTHONPATH": str(project)},
+        cwd=scratch,
+        env={},
     )
     out, err, killed = _collect(proc, limits, start)
     oom = _remove_cgroups(cgroups)
