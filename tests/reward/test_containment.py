@@ -9,6 +9,7 @@ the harness and validation use.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
 import subprocess
@@ -82,25 +83,48 @@ def host_listener():
     server.close()
 
 
-def _ours() -> set[int]:
-    """Processes that are not ours to worry about: those running before the attack."""
-    return {int(p) for p in os.listdir("/proc") if p.isdigit()}
+@pytest.fixture(scope="module", autouse=True)
+def _subreaper():
+    """Make this process the subreaper of everything it starts: a process that escaped its
+    sandbox is re-parented here, not to init, so "left behind" is exactly the set of this
+    process's live descendants, whatever else runs on the machine."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, os.strerror(ctypes.get_errno())
+    yield
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _descendants() -> set[int]:
+    """Live (not zombie) descendants of this process."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if state != "Z":
+            parent[int(entry)] = int(ppid)
+    me, found = os.getpid(), set()
+    for pid in parent:
+        p = pid
+        while p in parent and p not in (0, 1):
+            p = parent[p]
+            if p == me:
+                found.add(pid)
+                break
+    return found
 
 
 def _run_attack(runner: Runner, body: str) -> tuple[object, set[int]]:
-    before = _ours()
     run = runner.run(TestJob(_instance(), _attack(body)))
     time.sleep(0.5)
-    left = {p for p in _ours() - before if Path(f"/proc/{p}/stat").exists() and _is_sandbox_child(p)}
-    return run, left
-
-
-def _is_sandbox_child(pid: int) -> bool:
-    try:
-        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"pytest" in cmd or b"reward.execution.inside" in cmd
+    return run, _descendants()
 
 
 def _assert_contained(run, left: set[int]) -> None:
