@@ -11,7 +11,10 @@ On the demo set, in one process (ratios against baselines measured in the same r
   (3) environment build: a uv-built venv (pytest pinned, resolved as of a date), cold (a new
       cache) and warm (the cache hit);
   (4) pool throughput: every instance's test run on the Ray test-runner pool with 1 and 2
-      runners, runs per minute and the ratio.
+      runners, runs per minute and the ratio;
+  (5) a fresh copy of a snapshot per run: an overlay mount (what the sandbox does) against hard
+      links (`cp -al`) and a full copy (`cp -a`), each in a new mount namespace, on a tree the
+      size of a large repository (`--tree`, default the interpreter's standard library).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -56,10 +60,34 @@ def bare_run(python: str, snapshot: Path, changes: dict[str, str | None], tests:
         return time.perf_counter() - start
 
 
+def fresh_copy_seconds(tree: Path, repeats: int) -> dict[str, float]:
+    """Median seconds to give one run its own writable copy of `tree`, by each method. Every
+    command runs in a new private mount namespace, so the process costs are the same for all."""
+    methods = {
+        "overlay": 'mount -t tmpfs t "$W" && mkdir "$W/u" "$W/w" "$W/m" && '
+        'mount -t overlay o -o lowerdir="$S",upperdir="$W/u",workdir="$W/w" "$W/m"',
+        "hard links": 'cp -al "$S" "$W/m"',
+        "copy": 'cp -a "$S" "$W/m"',
+    }
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    for _ in range(repeats):
+        for name, command in methods.items():
+            with tempfile.TemporaryDirectory() as work:
+                start = time.perf_counter()
+                subprocess.run(
+                    ["unshare", "--mount", "--propagation", "private", "sh", "-c", command],
+                    env={"S": str(tree), "W": work, "PATH": "/usr/bin:/bin"},
+                    check=True,
+                )
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--instances", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tree", default=sysconfig.get_paths()["stdlib"], help="the tree of (5)")
     args = parser.parse_args()
     instances = [Instance.from_row(r) for r in load_demo_rows()[: args.instances]]
     cache = Path(tempfile.mkdtemp(prefix="bench-exec-"))
@@ -122,6 +150,16 @@ def main() -> None:
     print(f"(4) pool: 1 runner {rates[1]:.1f} runs/min, 2 runners {rates[2]:.1f} runs/min, ratio {ratio:.2f}x")
     ray.shutdown()
     shutil.rmtree(cache, ignore_errors=True)
+    tree = Path(args.tree).resolve()
+    files = [p for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
+    size_mb = sum(p.stat().st_size for p in files) / 2**20
+    costs = fresh_copy_seconds(tree, repeats=5)
+    print(
+        f"(5) a fresh copy of {tree} ({len(files)} files, {size_mb:.0f} MB), median of 5: "
+        + ", ".join(f"{name} {1000 * t:.0f} ms" for name, t in costs.items())
+        + f"; hard links / overlay {costs['hard links'] / costs['overlay']:.1f}x, "
+        f"copy / overlay {costs['copy'] / costs['overlay']:.1f}x"
+    )
 
 
 if __name__ == "__main__":
