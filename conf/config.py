@@ -104,7 +104,8 @@ class ExecutionConfig:
     # working directory).
     cache_dir: str = ".cache/execution"
     # Local clones of the repositories, for instances whose environment reads the snapshot from
-    # git (matched by their origin remote's "owner/name", else the directory name).
+    # git: "owner/name=PATH" names the repository a clone holds (a mirror with no remote);
+    # a plain PATH is matched by its origin remote's "owner/name", else its directory name.
     repos: list[str] = field(default_factory=list)
     # Wall-clock limit of one test run in the sandbox; past it the run is killed ("timeout").
     wall_s: float = 300.0

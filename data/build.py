@@ -31,7 +31,7 @@ from typing import Any
 
 from conf.errors import UserError
 from data.filters import FilterConfig, new_counts, summary_table
-from data.gitrepo import GitError, Repo
+from data.gitrepo import GitError, Repo, parse_clone
 from data.mining import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
 from data.parallel import chunked, map_in_process, map_on_ray, ray_session
 from data.pulls import merged_pull_requests
@@ -47,7 +47,7 @@ EXAMPLES_PER_REASON = 5
 @dataclass(frozen=True)
 class BuildConfig:
     # Local clones (plain or bare) whose merged PRs are mined; with `swebench`, the one clone
-    # that holds the rows' base commits.
+    # that holds the rows' base commits. `owner/name=PATH` names the repository a clone holds.
     git: tuple[str, ...] = ()
     # "owner/name" of the repository (needs exactly one clone); "" = from the origin remote's
     # URL, else "local/<directory name>".
@@ -149,13 +149,14 @@ def resolve_sources(cfg: BuildConfig) -> list[dict[str, Any]]:
     if cfg.swebench and (cfg.issues or len(cfg.git) > 1):
         raise InputError("--swebench takes at most one --git and no --issues")
     out = []
-    for path in cfg.git:
-        with Repo(path) as repo:
+    for entry in cfg.git:
+        named, path = parse_clone(entry)  # "owner/name=PATH" names the clone's repository
+        with Repo(str(path)) as repo:
             branch = cfg.branch or repo.default_branch()
             head = repo.resolve(branch)
             if head is None:
                 raise InputError(f"{path}: branch {branch!r} does not resolve to a commit")
-            out.append(dict(git=repo.path, repo=cfg.repo or repo.owner_name(), branch=branch, head=head))
+            out.append(dict(git=repo.path, repo=cfg.repo or named or repo.owner_name(), branch=branch, head=head))
     return out
 
 
@@ -285,7 +286,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = ap.add_argument
-    add("--git", action="append", help="local clone, plain or bare (repeatable)")
+    add("--git", action="append", help="local clone, plain or bare, or owner/name=PATH (repeatable)")
     add("--repo", help="owner/name (default: origin's URL, then the directory name)")
     add("--branch", help="branch to walk (default: origin's default branch, else HEAD)")
     add("--issues", action="append", help="issue dump: REST issue/PR objects or GH Archive events")

@@ -31,6 +31,19 @@ _GIT_CONFIG = (
 _REMOTE_RE = re.compile(r"[:/]([^/:]+)/([^/]+?)(?:\.git)?/?$")
 
 
+_NAMED_CLONE_RE = re.compile(r"^([\w.-]+/[\w.-]+)=(.+)$")
+
+
+def parse_clone(entry: str | Path) -> tuple[str | None, Path]:
+    """A `--git` entry: ("owner/name", PATH) of `owner/name=PATH`, (None, path) of a plain path.
+
+    Mirrors and bare clones often have no origin remote and a directory name that says nothing
+    (`/work/.mirror/psf+requests/repo`): the explicit form names the repository they hold. A
+    path that exists as given is a path, even with a "=" in it."""
+    m = _NAMED_CLONE_RE.match(str(entry))
+    return (m.group(1), Path(m.group(2))) if m and not Path(entry).exists() else (None, Path(entry))
+
+
 class GitError(RuntimeError):
     """A git command failed; the message names the repository and the command."""
 

@@ -19,8 +19,14 @@ each:
     kept, no_test_patch, env_failed, no_interpreter, no_snapshot, oracle_fails (the patch does
     not apply, or the after runs produce no report), timeout, no_fail_to_pass, lost
 
-Instances without an environment get `--environment` (a JSON EnvSpec, reward/execution/
-environments.py; default: their own files and the project's interpreter, as the demo set).
+Instances without an environment get `--environment`: a JSON EnvSpec (reward/execution/
+environments.py; default: their own files and the project's interpreter, as the demo set), or
+`derive`: each instance's own, derived from its snapshot at the base commit (`derive_spec`:
+its declared dependencies and test requirements, resolved as of its date, the oldest Python it
+supports that is installed). `_labels.json` beside the manifest has every instance's outcome,
+reason, FAIL_TO_PASS and PASS_TO_PASS, kept or not. Why a test fails is read from the JUnit
+report: when no test turns from failing to passing, the reason counts the tests that still do
+not pass after the fix and how many of those failed on the network (the sandbox has none).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -39,6 +46,7 @@ import pyarrow.parquet as pq
 from conf import logs
 from conf.config import ExecutionConfig
 from conf.errors import UserError, fail
+from conf.io import write_text
 from data.loader import resolve_path, shard_files
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
@@ -46,6 +54,12 @@ from reward.execution.environments import EnvSpec
 
 log = logging.getLogger(__name__)
 EXAMPLES = 5  # per outcome, in the manifest
+# A failure message of a test that needed the network: the sandbox has no network (a
+# namespace whose loopback is down too), so these tests cannot pass there, fixed or not.
+NETWORK_ERROR = re.compile(
+    r"ConnectionError|NewConnectionError|Max retries exceeded|Network is unreachable|Connection refused|"
+    r"Name or service not known|Temporary failure in name resolution|Cannot assign requested address|ProxyError"
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +88,20 @@ def label(before: object, after: Iterable[object]) -> Labels:
     f2p = sorted(t for t in passed_after if b.get(t) != "passed")
     p2p = sorted(t for t in passed_after if b.get(t) == "passed")
     if not f2p:
-        return Labels("no_fail_to_pass", (), tuple(p2p), tuple(flaky), "no test fails before and passes after")
+        return Labels("no_fail_to_pass", (), tuple(p2p), tuple(flaky), _why_none(runs[1]))
     return Labels("kept", tuple(f2p), tuple(p2p), tuple(flaky))
+
+
+def _why_none(after: object) -> str:
+    """The reason of a no_fail_to_pass: what still fails after the fix, and whether on the network."""
+    outcomes: dict[str, str] = after.outcomes  # type: ignore[attr-defined]
+    failures: dict[str, str] = getattr(after, "failures", {}) or {}
+    failing = sorted(t for t, o in outcomes.items() if o in ("failed", "error"))
+    network = [t for t in failing if NETWORK_ERROR.search(failures.get(t, ""))]
+    why = f"no test fails before and passes after; after the fix {len(failing)} of {len(outcomes)} do not pass"
+    if network:
+        why += f", {len(network)} on the network (e.g. {network[0]}: {failures[network[0]][:120]})"
+    return why
 
 
 def read_instances(path: str, limit: int) -> Iterator[Instance]:
@@ -109,12 +135,40 @@ def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[
     ]
 
 
+def derive_environments(instances: list[Instance], cfg: ExecutionConfig) -> list[Instance]:
+    """Each instance without an environment gets the one its snapshot declares (derive_spec);
+    an instance whose snapshot cannot be made keeps none (its runs count it: no_snapshot)."""
+    from pathlib import Path
+
+    from reward.execution.environments import derive_spec
+    from reward.execution.snapshots import Snapshots, SnapshotUnavailable
+
+    snapshots = Snapshots(Path(cfg.cache_dir).expanduser().resolve() / "snapshots", cfg.repos)
+    out = []
+    for inst in instances:
+        if inst.environment or not inst.test_patch:
+            out.append(inst)
+            continue
+        try:
+            snapshot = snapshots.path(inst, EnvSpec(snapshot="git"))
+        except SnapshotUnavailable as exc:
+            log.warning("[validate] %s: %s", inst.instance_id, exc)
+            out.append(replace(inst, environment=EnvSpec(snapshot="git").to_json()))
+            continue
+        out.append(replace(inst, environment=derive_spec(snapshot, inst.created_at).to_json()))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m data.validate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="Parquet file or directory of instances, or 'demo'")
     parser.add_argument("--out", required=True, help="output directory: v3 shards and _manifest.json")
-    parser.add_argument("--git", action="append", default=[], help="a local clone of a repository (repeatable)")
-    parser.add_argument("--environment", default=None, help="EnvSpec JSON for instances that carry none")
+    parser.add_argument(
+        "--git", action="append", default=[], help="a local clone of a repository, or owner/name=PATH (repeatable)"
+    )
+    parser.add_argument(
+        "--environment", default=None, help="EnvSpec JSON for instances that carry none, or 'derive' (each its own)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="test runners on a local Ray (default 2)")
     parser.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
     parser.add_argument("--limit", type=int, default=0, help="validate at most this many instances (0 = all)")
@@ -124,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logs.setup()
     try:
-        default_env = EnvSpec.from_json(args.environment) if args.environment else None
+        derive = args.environment == "derive"
+        default_env = EnvSpec.from_json(args.environment) if args.environment and not derive else None
         instances = list(read_instances(args.data, args.limit))
         out = prepare_output(args.out, args.overwrite)
     except (UserError, OSError, ValueError) as exc:
@@ -135,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         num_runners=args.workers, num_cpus=1.0, cache_dir=args.cache_dir, repos=args.git, wall_s=args.wall_s
     )
     started = time.monotonic()
+    if derive:
+        instances = derive_environments(instances, cfg)
     from actors.test_pool import TestPool
     from data.parallel import ray_session
 
@@ -165,6 +222,19 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": round(time.monotonic() - started, 1),
     }
     write_manifest(out, manifest)
+    details = [
+        {
+            "instance_id": inst.instance_id,
+            "outcome": lab.outcome,
+            "reason": lab.reason,
+            "FAIL_TO_PASS": list(lab.fail_to_pass),
+            "PASS_TO_PASS": list(lab.pass_to_pass),
+            "flaky": list(lab.flaky),
+            "environment": inst.environment,
+        }
+        for inst, lab in zip(instances, labels, strict=True)
+    ]
+    write_text(out / "_labels.json", json.dumps(details, indent=1) + "\n")
     print(json.dumps({k: manifest[k] for k in ("instances", "kept", "counts", "flaky_tests", "elapsed_s")}, indent=1))
     return 0
 

@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", required=True, help="Parquet file or directory of instances, or 'demo'")
     parser.add_argument("--predictions", required=True, help="SWE-bench predictions, JSONL or a JSON list")
     parser.add_argument("--out", required=True, help="directory for report.json and logs/")
-    parser.add_argument("--git", action="append", default=[], help="a local clone of a repository (repeatable)")
+    parser.add_argument(
+        "--git", action="append", default=[], help="a local clone of a repository, or owner/name=PATH (repeatable)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="test runners on a local Ray (default 2)")
     parser.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
     parser.add_argument("--wall-s", type=float, default=ExecutionConfig.wall_s, help="per test run")

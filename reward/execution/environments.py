@@ -12,13 +12,21 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
                     setup.cfg, pyproject.toml) are installed, and the snapshot's own
                     distribution removed again: the code under test is always the snapshot on
                     the import path (`pythonpath`), never a copy in site-packages
+    extras          with "snapshot": extras of the snapshot's own project to install ("test")
     exclude_newer   resolve every package as of this date (uv's --exclude-newer), the runner too:
                     a current pytest breaks old suites
     pythonpath      directories of the snapshot put on PYTHONPATH ("." or "src")
+    network         "none": no network at all (the loopback too is down); "loopback": the
+                    sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
+                    httpbin, a local test server); never the host's network (sandbox.py)
 
-Build: `uv venv` with the interpreter, then `uv pip install --exclude-newer DATE` (uv resolves a
-repository's dependencies in seconds). The cache key is a hash of the spec and, for "snapshot"
-installs, of the dependency files at the commit; a build runs under a file lock (concurrent
+Build: `uv venv` with the interpreter (pythons.py finds it), then one `uv pip install
+--exclude-newer DATE` of a private copy of the snapshot (building writes build/ and *.egg-info
+into the tree it builds, and the shared snapshot must stay as the commit has it) with the
+requirements and SEED (pip, setuptools, wheel: what other environments come with), in one
+resolution; then the distribution installed from that copy (its direct_url.json names it) is
+uninstalled. The cache key is a hash of the spec and, for
+"snapshot" installs, of the dependency files at the commit; a build runs under a file lock (concurrent
 runners on a node build once) into a temporary directory renamed into place, so a half-built
 environment is never used. A failed build raises EnvironmentFailed with the tool's last lines;
 an interpreter that is not on this machine raises InterpreterUnavailable: both are counted by
@@ -36,21 +44,43 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-_DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+from reward.execution import declared
+from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
+
+# find_python and InterpreterUnavailable live in pythons.py; callers import them from here too.
+__all__ = [
+    "EnvSpec",
+    "Environment",
+    "EnvironmentFailed",
+    "Environments",
+    "InterpreterUnavailable",
+    "derive_spec",
+    "find_python",
+]
+
+# Files whose content decides what a "snapshot" install installs (setup.py often reads the
+# requirements files): part of the cache key.
+_DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt", *declared.TEST_REQUIREMENT_FILES)
+DEFAULT_PYTHON = "3.9"  # SWE-bench's for most repositories; used when nothing else decides
+# What every environment has besides the spec's requirements: what `python -m venv`, virtualenv
+# and conda environments come with (uv's venvs have none of it), resolved as of the spec's date.
+# Old test suites import pkg_resources (pydicom's data manager does at import time).
+SEED = ("pip", "setuptools", "wheel")
+# Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback.
+LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp"})
+# Part of every cache key: a change to how environments are built invalidates the old ones.
+BUILD_VERSION = b"2: seeded with pip, setuptools, wheel"
 
 
 class EnvironmentFailed(RuntimeError):
     """An environment could not be built; the message has the reason and the tool's last lines."""
-
-
-class InterpreterUnavailable(RuntimeError):
-    """No interpreter of the spec's Python version on this machine."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +89,10 @@ class EnvSpec:
     python: str = "host"  # "host" | "3.9", "3.11", ...
     requirements: tuple[str, ...] = ()
     install: str = "none"  # "none" | "snapshot"
+    extras: tuple[str, ...] = ()  # with install="snapshot": extras of the project itself
     exclude_newer: str | None = None  # ISO date
     pythonpath: tuple[str, ...] = (".",)
+    network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:
@@ -70,7 +102,7 @@ class EnvSpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"environment: unknown keys {sorted(unknown)}")
-        for key in ("requirements", "pythonpath"):
+        for key in ("requirements", "pythonpath", "extras"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(**raw)
@@ -101,19 +133,6 @@ def _sandbox_vars(spec: EnvSpec) -> dict[str, str]:
     }
 
 
-def find_python(version: str) -> str:
-    """An interpreter of `version` ("3.9") on this machine: PATH, pyenv's versions, /usr/bin."""
-    candidates = [shutil.which(f"python{version}")]
-    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    if pyenv.is_dir():
-        candidates += [str(p / "bin" / "python3") for p in sorted(pyenv.iterdir()) if p.name.startswith(f"{version}.")]
-    candidates.append(f"/usr/bin/python{version}")
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
-            return path
-    raise InterpreterUnavailable(f"Python {version} is not installed on this machine")
-
-
 def _base_prefix(python: str) -> str:
     out = subprocess.run(
         [python, "-c", "import sys; print(sys.base_prefix)"], capture_output=True, text=True, check=True, timeout=60
@@ -140,7 +159,7 @@ class Environments:
         self.builds = 0  # environments this process built (the rest came from the cache)
 
     def key(self, spec: EnvSpec, snapshot: Path | None) -> str:
-        h = hashlib.sha256(spec.to_json().encode())
+        h = hashlib.sha256(spec.to_json().encode() + BUILD_VERSION)
         if spec.install == "snapshot" and snapshot is not None:
             for name in _DEPENDENCY_FILES:
                 if (snapshot / name).is_file():
@@ -172,23 +191,23 @@ class Environments:
         shutil.rmtree(tmp, ignore_errors=True)
         uv = [sys.executable, "-m", "uv"]
         self._tool([*uv, "venv", "--quiet", "--python", interpreter, str(tmp)], "venv")
-        pip = [*uv, "pip", "install", "--quiet", "--python", str(tmp / "bin" / "python")]
+        python = str(tmp / "bin" / "python")
+        pip = [*uv, "pip", "install", "--quiet", "--python", python]
         if spec.exclude_newer:
             pip += ["--exclude-newer", spec.exclude_newer]
         if spec.install == "snapshot":
             if snapshot is None:
                 raise EnvironmentFailed("install=snapshot needs the snapshot")
-            before = self._dists(tmp)
-            self._tool([*pip, str(snapshot)], "install the snapshot's dependencies")
-            own = sorted(self._dists(tmp) - before - {_canonical(r) for r in spec.requirements})
-            mine = [d for d in own if d == _project_name(snapshot)] or own[:0]
-            if mine:  # the code under test comes from the snapshot on PYTHONPATH, not site-packages
-                self._tool(
-                    [*uv, "pip", "uninstall", "--quiet", "--python", str(tmp / "bin" / "python"), *mine],
-                    "remove the snapshot's own distribution",
-                )
-        if spec.requirements:
-            self._tool([*pip, *spec.requirements], "install the requirements")
+            with tempfile.TemporaryDirectory(prefix="build-", dir=self.root) as scratch:
+                copy = Path(scratch) / "src"  # building writes into the tree it builds: not the snapshot
+                shutil.copytree(snapshot, copy, symlinks=True)
+                own = f"{copy}[{','.join(spec.extras)}]" if spec.extras else str(copy)
+                self._tool([*pip, own, *spec.requirements, *SEED], "install the snapshot's dependencies")
+                mine = _installed_from(tmp, copy) or [d for d in [_project_name(snapshot)] if d]
+                if mine:  # the code under test comes from the snapshot on PYTHONPATH, not site-packages
+                    self._tool([*uv, "pip", "uninstall", "--quiet", "--python", python, *mine], "remove its own dist")
+        else:
+            self._tool([*pip, *spec.requirements, *SEED], "install the requirements")
         for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
@@ -196,17 +215,14 @@ class Environments:
 
     def _tool(self, cmd: list[str], what: str) -> None:
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.build_timeout_s)
+            # A git archive has no .git: setuptools_scm projects build only with a version given.
+            env = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.build_timeout_s, env=env)
         except subprocess.TimeoutExpired:
             raise EnvironmentFailed(f"{what}: no result within {self.build_timeout_s:.0f} s") from None
         if proc.returncode != 0:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
             raise EnvironmentFailed(f"{what} failed: {tail}")
-
-    @staticmethod
-    def _dists(venv: Path) -> set[str]:
-        site = list(venv.glob("lib/python*/site-packages"))
-        return {_canonical(p.name.split("-")[0]) for s in site for p in s.glob("*.dist-info")}
 
 
 def _canonical(name: str) -> str:
@@ -224,3 +240,71 @@ def _project_name(snapshot: Path) -> str | None:
         if path.is_file() and (m := re.search(pattern, path.read_text(errors="replace"))):
             return _canonical(m.group(1))
     return None
+
+
+def _installed_from(venv: Path, source: Path) -> list[str]:
+    """Distributions in `venv` installed from the directory `source` (PEP 610 direct_url.json)."""
+    names = []
+    for info in venv.glob("lib/python*/site-packages/*.dist-info"):
+        direct = info / "direct_url.json"
+        if direct.is_file() and json.loads(direct.read_text()).get("url", "").rstrip("/") == source.as_uri():
+            names.append(_canonical(info.name.split("-")[0]))
+    return sorted(names)
+
+
+def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
+    """The environment of a mined pull request's tests, from what its snapshot declares.
+
+    snapshot "git"; install "snapshot" when it has a setup.py / setup.cfg / pyproject.toml
+    (its declared dependencies, with its test extras); requirements: its test requirement
+    files' lines (declared.py), pytest added when they do not name it; python: the oldest
+    installed version its python_requires admits, else (none declared) the newest installed
+    one released before the commit, else DEFAULT_PYTHON (or the oldest installed); exclude_newer: the commit's date,
+    raised to the interpreter's first release (nothing older installs on it); pythonpath "src"
+    for a src layout, else the root; network "loopback" when the test requirements name a
+    local-server plugin (LOCAL_SERVERS), else "none".
+    """
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    here = installed()
+    try:
+        admits = SpecifierSet(declared.python_requires(snapshot) or "")
+    except InvalidSpecifier:
+        admits = SpecifierSet()
+    allowed = [v for v in here if Version(f"{v}.0") in admits]
+    date = _utc(created_at)
+    if not allowed:
+        python = next((v for v in RELEASES if Version(f"{v}.0") in admits), DEFAULT_PYTHON)  # run: no_interpreter
+    elif str(admits):
+        python = allowed[0]
+    else:
+        released = [v for v in allowed if date is not None and RELEASES[v] <= date[:10]]
+        python = released[-1] if released else (DEFAULT_PYTHON if DEFAULT_PYTHON in allowed else allowed[0])
+    has_project = any((snapshot / f).is_file() for f in ("setup.py", "setup.cfg", "pyproject.toml"))
+    reqs, own_extras = declared.test_requirements(snapshot)
+    extras = tuple(dict.fromkeys([*own_extras, *declared.test_extras(snapshot)])) if has_project else ()
+    if not any(_canonical(r) == "pytest" for r in reqs):
+        reqs.append("pytest")
+    if date is not None and date < f"{RELEASES[python]}T00:00:00Z":
+        date = f"{RELEASES[python]}T00:00:00Z"
+    return EnvSpec(
+        snapshot="git",
+        python=python,
+        requirements=tuple(reqs),
+        install="snapshot" if has_project else "none",
+        extras=extras,
+        exclude_newer=date,
+        pythonpath=("src",) if declared.src_layout(snapshot) else (".",),
+        network="loopback" if any(_canonical(r) in LOCAL_SERVERS for r in reqs) else "none",
+    )
+
+
+def _utc(created_at: str | None) -> str | None:
+    """An ISO 8601 time as UTC "YYYY-MM-DDTHH:MM:SSZ" (what uv's --exclude-newer takes)."""
+    if not created_at:
+        return None
+    from datetime import UTC, datetime
+
+    when = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -6,6 +6,7 @@ propagation is private: none of these mounts reaches the host). Standard library
 nothing here runs code from the sandboxed repository before privileges are dropped.
 
     1. join the run's cgroups (memory, pids), so that every process started later counts;
+       with `loopback`, bring the network namespace's own loopback up;
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
        the snapshot at `workdir` as an overlay whose writes land in a size-limited tmpfs, the
        run's `changes` written into it (as root, before anything of the repository runs),
@@ -19,16 +20,20 @@ nothing here runs code from the sandboxed repository before privileges are dropp
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _DEVICES = ("null", "zero", "random", "urandom")
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
 
 
 # mount(2) flags (linux/mount.h).
@@ -66,6 +71,9 @@ def build_root(spec: dict) -> Path:
     scratch, limits = Path(spec["scratch"]), spec["limits"]
     root = scratch / "root"
     _tmpfs(root, 64, mode="0755")
+    # /tmp first: an environment or interpreter under the host's /tmp (a test's cache) is then
+    # bound inside it, not hidden under it.
+    _tmpfs(root / "tmp", limits["file_mb"])
     for path in (*_SYSTEM, *spec["ro_paths"]):
         if os.path.lexists(path):
             real = os.path.realpath(path)
@@ -85,7 +93,6 @@ def build_root(spec: dict) -> Path:
     _mount("overlay", work, "overlay", 0, f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}")
     _apply_changes(Path(spec["changes"]), spec["deleted"], work, spec["uid"])  # as root, before any repo code
     _bind(str(scratch / "results"), root / "results", writable=True)
-    _tmpfs(root / "tmp", limits["file_mb"])
     (root / "dev").mkdir()
     _mount("tmpfs", root / "dev", "tmpfs", MS_NOSUID, "size=1m,mode=0755")
     for device in _DEVICES:
@@ -94,6 +101,16 @@ def build_root(spec: dict) -> Path:
     (root / "proc").mkdir(exist_ok=True)
     _mount("proc", root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     return root
+
+
+def loopback_up() -> None:
+    """Bring this network namespace's own loopback up (127.0.0.1, ::1): a test may serve and
+    connect on it (pytest-httpbin, a local test server). It is not the host's loopback: the
+    namespace has no other interface and no route out, so the host's services stay unreachable."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH22x", b"lo", 0)  # struct ifreq: name, flags
+        flags = struct.unpack("16sH22x", fcntl.ioctl(sock, _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
 
 
 def _apply_changes(changes: Path, deleted: list[str], work: Path, uid: int) -> None:
@@ -129,6 +146,8 @@ def main(spec_path: str) -> int:
     for procs in spec["cgroups"]:  # "0": this process; every child inherits the cgroups
         Path(procs).write_text("0")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    if spec.get("loopback"):
+        loopback_up()
     root = build_root(spec)
     os.chroot(root)
     os.chdir(spec["workdir"])

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-PYTEST_ARGS = ("-o", "junit_family=xunit1", "-p", "no:cacheprovider", "-q", "-rN")
+# --tb=line: one line per failure on the console (the report has the whole traceback); a real
+# suite's hundreds of full tracebacks (requests' network tests in the sandbox) pass the output cap.
+PYTEST_ARGS = ("-o", "junit_family=xunit1", "-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
 
 
 def node_id(case: ET.Element) -> str:
@@ -49,4 +51,20 @@ def outcomes(xml: bytes | str) -> dict[str, str]:
         # A test that passed and then errored in teardown appears twice: the worse outcome wins.
         if result.get(key) in (None, "passed"):
             result[key] = status
+    return result
+
+
+def failures(xml: bytes | str, limit: int = 200, chars: int = 240) -> dict[str, str]:
+    """node id -> the first line of the failure or error message, for the first `limit` tests
+    that did not pass (why a test fails: a network error, an import error, an assertion)."""
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return {}
+    result: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error") and len(result) < limit:
+                text = (child.get("message") or child.text or "").strip()
+                result.setdefault(node_id(case), text.splitlines()[0][:chars] if text else child.tag)
     return result

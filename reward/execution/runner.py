@@ -55,6 +55,7 @@ class TestRun:
     seconds: float = 0.0  # in the sandbox
     env_build_s: float = 0.0  # building the environment (0 when it was cached)
     log: str = ""  # the end of pytest's output
+    failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
 
 
 def test_files(test_patch: str | None) -> list[str]:
@@ -118,7 +119,13 @@ class Runner:
         argv = [env.python, "-m", "pytest", *junit.PYTEST_ARGS, "--junitxml=/results/junit.xml", *tests]
         start = time.monotonic()
         result = sandbox.run(
-            argv, snapshot=snapshot, changes=changes, ro_paths=env.ro_paths, env=env.variables, limits=self.limits
+            argv,
+            snapshot=snapshot,
+            changes=changes,
+            ro_paths=env.ro_paths,
+            env=env.variables,
+            limits=self.limits,
+            loopback=spec.network == "loopback",
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         if result.killed:
@@ -135,8 +142,9 @@ class Runner:
                 env_build_s=env.built_s,
             )
         outcomes = junit.outcomes(result.files["junit.xml"])
+        why = junit.failures(result.files["junit.xml"])
         return TestRun(
-            job.job_id, inst.instance_id, "ok", outcomes, resolved(inst, outcomes), None, seconds, env.built_s, log
+            job.job_id, inst.instance_id, "ok", outcomes, resolved(inst, outcomes), None, seconds, env.built_s, log, why
         )
 
 

@@ -18,7 +18,10 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
     identity    uid and gid 65534 (nobody), no supplementary groups: no root, so file modes
                 hold and the process limit below applies.
     network     a network namespace with only a loopback interface that is down: no socket
-                reaches the host's services, its 127.0.0.1 included, or anything else.
+                reaches the host's services, its 127.0.0.1 included, or anything else. With
+                `loopback=True` (an environment's `network: "loopback"`) that interface is up:
+                the code may serve and connect on its own 127.0.0.1 (tests with a local
+                server), still a namespace of its own with no route out.
     processes   its own PID namespace: when the command exits, every process it started
                 (a daemonised child too) is killed with the namespace. A cgroup caps the number
                 of processes (`pids`) and the memory (`memory_mb`; the kernel's OOM killer ends
@@ -143,6 +146,7 @@ def run(
     env: Mapping[str, str] | None = None,
     limits: Limits = Limits(),
     workdir: str = "/testbed",
+    loopback: bool = False,
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
@@ -178,6 +182,7 @@ def run(
         "limits": asdict(limits),
         "cgroups": [str(p / "cgroup.procs") for p in cgroups],
         "uid": NOBODY,
+        "loopback": loopback,
     }
     (scratch / "spec.json").write_text(json.dumps(spec))
     cmd = [

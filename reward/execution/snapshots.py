@@ -6,8 +6,10 @@ overlay, so runs never modify it and cost no copy). Two sources (`EnvSpec.snapsh
     "files"  the instance's code context is the whole repository (the demo set: each instance's
              package imports on its own); the files are written out
     "git"    `git archive <base_commit>` of a local clone of the instance's repository; clones
-             are found by repository name ("owner/name" from their `origin` remote or, failing
-             that, the directory's name: `--git /clones/requests` serves "psf/requests")
+             are found by repository name: an explicit `owner/name=PATH` entry (`--git
+             psf/requests=/work/.mirror/psf+requests/repo`, `reward.execution.repos`), else
+             the "owner/name" of the clone's `origin` remote, else the directory's name
+             (`--git /clones/requests` serves "psf/requests")
 
 Snapshots are cached by (source, repository, commit, content) under `root`, written to a
 temporary directory renamed into place, and owned by uid 65534: the sandbox's user may then
@@ -24,6 +26,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from data.gitrepo import parse_clone
 from data.patching import created_files
 from data.schema import Instance
 from reward.execution.environments import EnvSpec, _locked
@@ -46,14 +49,25 @@ def repo_name(clone: Path) -> str:
     return "/".join(parts[-2:]) if len(parts) >= 2 and url else clone.resolve().name
 
 
+def clone_map(entries: Iterable[str | Path]) -> dict[str, Path]:
+    """Repository name -> clone. Named entries win over names read from a clone (its origin
+    remote, then its directory name), whatever the order they are given in."""
+    named: dict[str, Path] = {}
+    found: dict[str, Path] = {}
+    for entry in entries:
+        name, path = parse_clone(entry)
+        if name is not None:
+            named[name] = path
+            continue
+        found.setdefault(repo_name(path), path)
+        found.setdefault(path.resolve().name, path)
+    return {**found, **named}
+
+
 class Snapshots:
     def __init__(self, root: Path, clones: Iterable[str | Path] = ()) -> None:
         self.root = root
-        self.clones: dict[str, Path] = {}
-        for clone in clones:
-            path = Path(clone)
-            self.clones[repo_name(path)] = path
-            self.clones.setdefault(path.resolve().name, path)
+        self.clones = clone_map(clones)
 
     def path(self, instance: Instance, spec: EnvSpec) -> Path:
         """The snapshot directory of the instance (made on first use)."""

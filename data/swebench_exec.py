@@ -1,0 +1,402 @@
+"""`python -m data.swebench_exec`: SWE-bench rows -> schema-v3 instances that run their tests here.
+
+    python -m data.swebench_exec --rows FILE [--rows FILE ...] --git owner/name=CLONE ... --out DIR
+        [--test-patches MINED_DIR ...] [--overwrite]
+    python -m data.swebench_exec --compare OFFICIAL_DIR VALIDATED_DIR
+
+Each row keeps SWE-bench's own labels (FAIL_TO_PASS, PASS_TO_PASS) and gets the environment
+SWE-bench's harness builds for its repository and version, as an EnvSpec
+(reward/execution/environments.py), so that `python -m data.validate` can label the same rows
+again and the two label sets can be compared (`--compare`). The harness's per-repository specs
+are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packages`, `install`,
+`pre_install` per version, read from SWE-bench 4.1.0's constants). A spec becomes:
+
+    python         the spec's version (an interpreter this machine lacks is counted
+                   `python_missing_here`: validation then counts the instance no_interpreter)
+    requirements   `packages` ("requirements.txt": the repository's requirements files at the
+                   row's environment_setup_commit, `-r` followed, its own project left out;
+                   else conda package names, which PyPI shares) and `pip_packages`, pins kept;
+                   a package yanked since is swapped as the harness does (`replace_requirements`)
+    install        "snapshot" for `pip install [-e] .[extras]` and `setup.py develop|install`
+    network        "loopback": the harness runs tests in containers with a network; here they
+                   get the sandbox's own loopback (local servers work, the internet does not)
+    exclude_newer  the later of the row's created_at and its environment_setup_commit's date
+                   (the harness reads the requirements there), raised to the interpreter's
+                   first release; a pin newer than that date cannot be resolved (env_failed)
+
+Dropped, counted per reason: duplicate (a row whose instance_id came before: the first is
+kept), no_clone, no_spec (repository or version not in the specs), needs_apt (a `pre_install`
+step installs system packages), pre_install (other shell steps, not supported), conda_env (an
+environment.yml), install_unsupported, no_test_patch (none in the row, none matched), and the
+mining reasons (data/mining.py: unknown_commit, patch_mismatch, ...).
+
+Rows without a test patch (SWE-bench Lite's, `requests_lite.jsonl`) get one from a mined PR of
+the same base commit whose patch is the row's (`--test-patches`: data.build output of that
+repository), else from the clone's `refs/pull/N/head` (N from the instance id) when its diff
+from the base commit has exactly the row's patch outside the test files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conf.errors import UserError, fail
+from data.diffs import is_test_path
+from data.filters import FilterConfig
+from data.gitrepo import GitError, Repo, parse_clone
+from data.mining import MineJob, mine_swebench_row
+from data.patching import PatchError, parse_patch
+from data.schema import Instance
+from data.shards import ShardWriter, prepare_output, write_manifest
+from data.sources import iter_swebench_rows
+from reward.execution import declared
+from reward.execution.environments import EnvSpec, InterpreterUnavailable, find_python
+from reward.execution.pythons import RELEASES
+
+SPECS_PATH = Path(__file__).with_name("swebench_specs.json")
+EXAMPLES = 5
+# Rows are benchmark instances: none of the mining filters (sizes, bots, context) applies.
+_NO_FILTERS = FilterConfig(
+    bots=False,
+    tests_only=False,
+    no_code=False,
+    max_files=0,
+    max_hunks=0,
+    max_changed_lines=0,
+    max_context_chars=0,
+    dedupe=False,
+)
+
+
+class Drop(Exception):
+    """A row that cannot become an instance here; `reason` is counted."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(detail or reason)
+        self.reason, self.detail = reason, detail
+
+
+def load_specs(path: Path = SPECS_PATH) -> dict[str, Any]:
+    repositories: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["repositories"]
+    return repositories
+
+
+def replacements(path: Path = SPECS_PATH) -> dict[str, str]:
+    """Requirements the harness swaps (packages yanked from PyPI since) -> their replacement."""
+    swaps: dict[str, str] = json.loads(path.read_text(encoding="utf-8")).get("replace_requirements", {})
+    return swaps
+
+
+def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str, Any]:
+    """The harness spec of `repo` at `version`; a row without a version takes the repository's
+    spec when all its versions share one (psf/requests)."""
+    entry = specs.get(repo)
+    if entry is None:
+        raise Drop("no_spec", f"{repo}: not in {SPECS_PATH.name}")
+    groups = entry["specs"]
+    if version is None:
+        if len(groups) == 1:
+            return dict(groups[0])
+        raise Drop("no_spec", f"{repo}: the row has no version and the versions' specs differ")
+    for group in groups:
+        if version in group["versions"]:
+            return dict(group)
+    raise Drop("no_spec", f"{repo}: version {version} not in {SPECS_PATH.name}")
+
+
+def environment(
+    spec: dict[str, Any],
+    requirement_paths: list[str],
+    read: declared.Reader,
+    created_at: str | None,
+    src_layout: bool = False,
+) -> EnvSpec:
+    """The EnvSpec of a harness spec. `read` reads the repository at its environment commit."""
+    steps = spec.get("pre_install") or []
+    if any("apt-get" in step or "apt " in step for step in steps):
+        raise Drop("needs_apt", f"pre_install: {steps[0][:120]}")
+    if steps:
+        raise Drop("pre_install", f"shell steps before the install are not supported: {steps[0][:120]}")
+    reqs: list[str] = []
+    packages = (spec.get("packages") or "").strip()
+    if packages == "requirements.txt":
+        for rel in requirement_paths or ["requirements.txt"]:
+            more, _ = declared.requirement_lines(read, rel)
+            reqs += more
+    elif packages == "environment.yml":
+        raise Drop("conda_env", "the spec installs a conda environment.yml")
+    elif packages:
+        reqs += [re.sub(r"(?<![=<>!~])=(?!=)", "==", name) for name in packages.split()]  # conda's "x=1" is "x==1"
+    reqs += list(spec.get("pip_packages") or [])
+    swaps = replacements()
+    reqs = [swaps.get(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip(), r) for r in reqs]
+    install = spec.get("install") or ""
+    if m := re.search(r"pip install\s+(?:-e\s+)?['\"]?\.(?:\[([\w,.-]+)\])?['\"]?(?:\s|$)", install):
+        extras = tuple(e for e in (m.group(1) or "").split(",") if e)
+    elif re.search(r"setup\.py\s+(develop|install)", install):
+        extras = ()
+    else:
+        raise Drop("install_unsupported", f"install: {install[:120]}")
+    python = str(spec["python"])
+    date = created_at
+    if date and python in RELEASES and date < RELEASES[python]:
+        date = f"{RELEASES[python]}T00:00:00Z"  # nothing resolved as of an earlier date installs on it
+    return EnvSpec(
+        snapshot="git",
+        python=python,
+        requirements=tuple(dict.fromkeys(r for r in reqs if r.strip())),
+        install="snapshot",
+        extras=extras,
+        exclude_newer=date,
+        pythonpath=("src",) if src_layout else (".",),
+        network="loopback",  # the harness's containers have a network: the sandbox gives its own loopback
+    )
+
+
+def _git_reader(repo: Repo, commit: str) -> declared.Reader:
+    def read(rel: str) -> str | None:
+        blob = repo.blob(f"{commit}:{rel}")
+        return None if blob is None else blob.decode("utf-8", errors="replace")
+
+    return read
+
+
+def _src_layout(repo: Repo, commit: str) -> bool:
+    out = repo.run("ls-tree", "--name-only", f"{commit}:src", check=False).decode().split()
+    return any(repo.blob(f"{commit}:src/{name}/__init__.py") is not None for name in out)
+
+
+def normalized(patch: str) -> str:
+    """A diff without what differs between equal diffs: index lines, hunk headers' function names."""
+    lines = []
+    for line in patch.strip().splitlines():
+        if line.startswith("index "):
+            continue
+        lines.append(re.sub(r"^(@@ [^@]* @@).*", r"\1", line))
+    return "\n".join(lines)
+
+
+def mined_test_patches(paths: list[str]) -> dict[tuple[str, str], str]:
+    """(base commit, normalized patch) -> test patch, of mined instances (data.build output)."""
+    from data.validate import read_instances
+
+    out: dict[tuple[str, str], str] = {}
+    for path in paths:
+        for inst in read_instances(path, 0):
+            if inst.test_patch:
+                out[(inst.base_commit, normalized(inst.patch))] = inst.test_patch
+    return out
+
+
+def pr_ref_test_patch(repo: Repo, row: dict[str, Any]) -> str | None:
+    """The test files' diff of the clone's refs/pull/N/head from the row's base commit, when its
+    other files' diff is the row's patch (so the ref is this PR, merged onto this base)."""
+    number = row["instance_id"].rpartition("-")[2]
+    head = repo.resolve(f"refs/pull/{number}/head") if number.isdigit() else None
+    if head is None:
+        return None
+    diff = repo.run("diff", "--no-color", "--no-ext-diff", row["base_commit"], head, check=False).decode(
+        "utf-8", errors="replace"
+    )
+    try:
+        files = parse_patch(diff)
+    except PatchError:
+        return None
+    sections = re.split(r"(?m)^(?=diff --git )", diff)
+    tests = [s for s in sections if s.startswith("diff --git ") and _is_test_section(s)]
+    code = [s for s in sections if s.startswith("diff --git ") and not _is_test_section(s)]
+    if not files or not tests or normalized("".join(code)) != normalized(row["patch"]):
+        return None
+    return "".join(tests)
+
+
+def _is_test_section(section: str) -> bool:
+    m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
+    return m is not None and is_test_path(m.group(2))
+
+
+@dataclass
+class Converter:
+    clones: dict[str, Path]
+    specs: dict[str, Any]
+    mined: dict[tuple[str, str], str]
+
+    def convert(self, where: str, row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """One row -> (instance row, notes); Drop with the reason."""
+        clone = self.clones.get(row["repo"])
+        if clone is None:
+            raise Drop("no_clone", f"{row['repo']}: pass --git {row['repo']}=CLONE")
+        spec = spec_for(self.specs, row["repo"], row.get("version"))
+        notes: list[str] = []
+        with Repo(str(clone)) as repo:
+            created = (
+                row.get("created_at")
+                or repo.run("log", "-1", "--format=%cI", row["base_commit"], check=False).decode().strip()
+            )
+            created = _utc(created)
+            commit = row.get("environment_setup_commit") or row["base_commit"]
+            # The harness builds the environment of the version from its environment commit
+            # (later than the row's): its requirements are resolved as of that commit's date.
+            setup_date = _utc(repo.run("log", "-1", "--format=%cI", commit, check=False).decode().strip() or None)
+            test_patch = row.get("test_patch") or self.mined.get((row["base_commit"], normalized(row["patch"])))
+            if test_patch and not row.get("test_patch"):
+                notes.append("test_patch_from_mined_pr")
+            if not test_patch and (test_patch := pr_ref_test_patch(repo, row)):
+                notes.append("test_patch_from_pr_ref")
+            if not test_patch:
+                raise Drop("no_test_patch", f"{where}: no test patch in the row, none matched")
+            paths = self.specs[row["repo"]].get("requirements_paths", [])
+            resolved_as_of = max(d for d in (created, setup_date) if d) if created or setup_date else None
+            env = environment(
+                spec, paths, _git_reader(repo, commit), resolved_as_of, _src_layout(repo, row["base_commit"])
+            )
+            job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
+            outcome = mine_swebench_row(repo, where, {**row, "test_patch": test_patch}, job)
+        if outcome.reason != "kept" or outcome.instance is None:
+            raise Drop(outcome.reason, outcome.detail or "")
+        try:
+            find_python(env.python)
+        except InterpreterUnavailable:
+            notes.append("python_missing_here")
+        out = dict(outcome.instance)
+        out.update(
+            created_at=created,
+            FAIL_TO_PASS=_labels(row.get("FAIL_TO_PASS")),
+            PASS_TO_PASS=_labels(row.get("PASS_TO_PASS")),
+            environment=env.to_json(),
+        )
+        return out, notes
+
+
+def _labels(value: Any) -> list[str] | None:
+    """SWE-bench stores the labels as a JSON string of a list (or a list)."""
+    if value is None:
+        return None
+    return list(json.loads(value) if isinstance(value, str) else value)
+
+
+def _utc(when: str | None) -> str | None:
+    from reward.execution.environments import _utc as utc
+
+    return utc(when) if when else None
+
+
+def iter_rows(paths: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in paths:
+        yield from iter_swebench_rows(path)
+
+
+def convert(rows: list[str], clones: list[str], out_dir: str, mined: list[str], overwrite: bool) -> dict[str, Any]:
+    named = {name: path for name, path in map(parse_clone, clones) if name}
+    unnamed = [path for name, path in map(parse_clone, clones) if not name]
+    for path in unnamed:  # a plain path: the repository its origin remote names
+        with Repo(str(path)) as repo:
+            named.setdefault(repo.owner_name(), path)
+    converter = Converter(named, load_specs(), mined_test_patches(mined))
+    out = prepare_output(out_dir, overwrite)
+    counts: Counter[str] = Counter()
+    notes: Counter[str] = Counter()
+    examples: defaultdict[str, list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    started = time.monotonic()
+    with ShardWriter(out, shard_size=1000) as writer:
+        for where, row in iter_rows(rows):
+            iid = row["instance_id"]
+            try:
+                if iid in seen:
+                    raise Drop("duplicate", f"{where}: {iid} again (the first is kept)")
+                seen.add(iid)
+                instance, row_notes = converter.convert(where, row)
+            except Drop as d:
+                counts[d.reason] += 1
+                if len(examples[d.reason]) < EXAMPLES:
+                    examples[d.reason].append(f"{iid}: {d.detail}" if d.detail else iid)
+                continue
+            except GitError as e:
+                counts["git_error"] += 1
+                examples["git_error"].append(f"{iid}: {e}"[:300])
+                continue
+            Instance.from_row(instance, where)  # the schema check, naming the field
+            writer.write(instance)
+            counts["kept"] += 1
+            for note in row_notes:
+                notes[note] += 1
+                if len(examples[note]) < EXAMPLES:
+                    examples[note].append(iid)
+    manifest = {
+        "source": {"rows": rows, "clones": {k: str(v) for k, v in named.items()}, "test_patches": mined},
+        "instances": counts["kept"],
+        "counts": dict(counts),
+        "notes": dict(notes),
+        "examples": dict(examples),
+        "shards": writer.shards,
+        "elapsed_s": round(time.monotonic() - started, 1),
+    }
+    write_manifest(out, manifest)
+    return manifest
+
+
+def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
+    """Per instance: the validated FAIL_TO_PASS vs the official one (equal, or the tests only
+    one side has), and how much of the official PASS_TO_PASS the validated one covers."""
+    from data.validate import read_instances
+
+    official = {i.instance_id: i for i in read_instances(official_dir, 0)}
+    labels_path = Path(validated_dir) / "_labels.json"
+    derived = {d["instance_id"]: d for d in json.loads(labels_path.read_text())} if labels_path.is_file() else {}
+    report: dict[str, Any] = {}
+    for iid, inst in sorted(official.items()):
+        d = derived.get(iid)
+        if d is None:
+            report[iid] = {"outcome": "not_validated"}
+            continue
+        f_off, f_der = set(inst.fail_to_pass or ()), set(d["FAIL_TO_PASS"])
+        p_off, p_der = set(inst.pass_to_pass or ()), set(d["PASS_TO_PASS"])
+        report[iid] = {
+            "outcome": d["outcome"],
+            "reason": d["reason"],
+            "fail_to_pass_equal": f_off == f_der,
+            "fail_to_pass_official_only": sorted(f_off - f_der),
+            "fail_to_pass_derived_only": sorted(f_der - f_off),
+            "pass_to_pass_official": len(p_off),
+            "pass_to_pass_derived": len(p_der),
+            "pass_to_pass_official_covered": len(p_off & p_der),
+            "pass_to_pass_official_missing": sorted(p_off - p_der)[:20],
+            "flaky": d["flaky"],
+        }
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m data.swebench_exec", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", action="append", default=[], help="SWE-bench rows: JSON, JSONL or Parquet")
+    parser.add_argument("--git", action="append", default=[], help="owner/name=CLONE, or a clone (repeatable)")
+    parser.add_argument("--out", help="output directory: v3 shards and _manifest.json")
+    parser.add_argument("--test-patches", action="append", default=[], help="data.build output to take test patches")
+    parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --out")
+    parser.add_argument("--compare", nargs=2, metavar=("OFFICIAL", "VALIDATED"), help="compare labels, print JSON")
+    args = parser.parse_args(argv)
+    try:
+        if args.compare:
+            print(json.dumps(compare(*args.compare), indent=1))
+            return 0
+        if not args.rows or not args.out:
+            raise UserError("give --rows FILE and --out DIR (or --compare OFFICIAL VALIDATED)")
+        manifest = convert(args.rows, args.git, args.out, args.test_patches, args.overwrite)
+    except (UserError, OSError, GitError, ValueError) as exc:
+        fail(parser.prog, str(exc))
+    print(json.dumps({k: manifest[k] for k in ("instances", "counts", "notes")}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""Running real repositories' tests: derived environments, interpreters, clones by name, SWE-bench rows.
+
+CPU-only and offline (nothing is installed: environment builds need PyPI and are measured in
+docs/benchmarks.md instead). Skipped with a reason where ../shared/data, a clone of a SWE-bench
+repository (a mirror `<owner>+<name>/repo` under $SWE_RL_MIRRORS, default ../.mirror) or root
+(the sandbox) is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from data.build import BuildConfig, resolve_sources
+from data.gitrepo import parse_clone
+from data.schema import Instance
+from data.synthetic import RepoBuilder
+from data.validate import label
+from reward.execution import environments, pythons, sandbox
+from reward.execution.environments import EnvSpec, derive_spec
+from reward.execution.snapshots import Snapshots, clone_map
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+MIRRORS = Path(os.environ.get("SWE_RL_MIRRORS", ROOT.parent / ".mirror"))
+DEV_ROWS = DATA / "swebench_dev_rows.json"
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+@pytest.fixture
+def here(monkeypatch):
+    """This machine has 3.9, 3.10 and 3.11 (derive_spec's choice must not depend on the host)."""
+    monkeypatch.setattr(environments, "installed", lambda: ("3.9", "3.10", "3.11"))
+
+
+def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
+    repo = RepoBuilder(tmp_path / "repo", origin_url="https://github.com/acme/widget.git")
+    repo.commit(
+        {
+            "setup.cfg": "[metadata]\nname = widget\n[options]\npython_requires = >=3.10\n"
+            "[options.extras_require]\ntest = pytest-mock\nfast = ujson\n",
+            "setup.py": "from setuptools import setup\nsetup()\n",
+            "requirements-dev.txt": "-e .[socks]\n-r requirements/base.txt\npytest>=6,<8  # the runner\n"
+            "--index-url https://example.invalid\nhypothesis; python_version >= '3.8'\n",
+            "requirements/base.txt": "attrs==21.4.0\n-r ../requirements-dev.txt\n",
+            "src/widget/__init__.py": "",
+            "tests/test_w.py": "def test():\n    pass\n",
+        },
+        "Initial commit",
+    )
+    spec = derive_spec(repo.path, "2022-03-01T10:00:00+02:00")
+    assert spec == EnvSpec(
+        snapshot="git",
+        python="3.10",  # the oldest installed that python_requires admits
+        requirements=("attrs==21.4.0", "pytest>=6,<8", "hypothesis; python_version >= '3.8'"),
+        install="snapshot",
+        extras=("socks", "test"),
+        exclude_newer="2022-03-01T08:00:00Z",  # the commit's date in UTC
+        pythonpath=("src",),
+    )
+
+
+def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_time(tmp_path, here):
+    snapshot = _project(tmp_path, {"setup.py": "setup(name='old')\n", "old.py": ""})
+    spec = derive_spec(snapshot, "2021-12-24T00:00:00Z")
+    assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.10", ("pytest",), (".",), ())
+    # A commit older than every installed interpreter: the oldest, resolved as of its release.
+    spec = derive_spec(snapshot, "2012-09-13T06:36:36Z")
+    assert (spec.python, spec.exclude_newer) == ("3.9", "2020-10-05T00:00:00Z")
+
+
+def test_derive_spec_of_a_tree_without_a_project_installs_nothing(tmp_path, here):
+    spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None)
+    assert (spec.install, spec.requirements, spec.exclude_newer, spec.python) == ("none", ("pytest",), None, "3.9")
+
+
+def test_find_python_searches_the_declared_prefixes_and_skips_a_wrong_version(tmp_path, monkeypatch):
+    good, bad = tmp_path / "good" / "usr" / "bin", tmp_path / "bad" / "bin"
+    for where, says in ((good, "3.99"), (bad, "3.98")):
+        where.mkdir(parents=True)
+        (where / "python3.99").write_text(f"#!/bin/sh\necho {says}\n")
+        (where / "python3.99").chmod(0o755)
+    monkeypatch.setenv(pythons.PYTHONS_VAR, f"{tmp_path / 'bad'}:{tmp_path / 'good'}")
+    assert pythons.find_python("3.99") == str(good / "python3.99")
+    monkeypatch.setenv(pythons.PYTHONS_VAR, str(tmp_path / "bad"))
+    with pytest.raises(pythons.InterpreterUnavailable, match="scripts/debian_python.sh"):
+        pythons.find_python("3.99")
+
+
+@pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
+@pytest.mark.skipif(not Path("/opt/python3.9/usr/bin/python3.9").exists(), reason="no /opt/python3.9 here")
+def test_a_private_prefix_interpreter_runs_in_the_sandbox_with_its_own_libraries(tmp_path):
+    python = "/opt/python3.9/usr/bin/python3.9"
+    prefix = environments._base_prefix(python)
+    code = "import ssl, ctypes, decimal, sys; print(sys.version_info[:2], ssl.OPENSSL_VERSION.split()[1])"
+    result = sandbox.run([python, "-c", code], snapshot=tmp_path, ro_paths=(prefix,), env={"PATH": "/usr/bin"})
+    assert (result.returncode, result.stdout.strip()) == (0, "(3, 9) 1.1.1w"), result.stderr
+
+
+@pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
+def test_an_environment_under_the_hosts_tmp_is_visible_and_tmp_stays_private(tmp_path):
+    env = tmp_path / "env"  # pytest's tmp_path lies under /tmp, as a test's cache does
+    env.mkdir()
+    (env / "marker").write_text("built\n")
+    env.chmod(0o755)
+    script = f"cat {env}/marker; echo x > /tmp/mine && echo writable; echo y > {env}/other || echo read-only"
+    result = sandbox.run(["/bin/sh", "-c", script], snapshot=tmp_path, ro_paths=(str(env),), env={"PATH": "/bin"})
+    assert result.stdout.split() == ["built", "writable", "read-only"], result.stderr
+    assert sorted(p.name for p in env.iterdir()) == ["marker"]
+
+
+_LOOPBACK_PROBE = """
+import socket, sys
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+client = socket.create_connection(server.getsockname(), timeout=2)
+conn, _ = server.accept()
+client.sendall(b"ok")
+print(conn.recv(2).decode())
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+    print("reached the host")
+except OSError as exc:
+    print(type(exc).__name__)
+"""
+
+
+@pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
+def test_with_loopback_a_local_server_works_and_the_hosts_loopback_stays_unreachable(tmp_path):
+    import socket
+    import sys
+
+    host = socket.socket()
+    host.bind(("127.0.0.1", 0))
+    host.listen()
+    host.settimeout(0.5)
+    port = host.getsockname()[1]
+    env = {"PATH": "/usr/bin:/bin"}
+    prefixes = (sys.prefix, sys.base_prefix)
+    argv = [sys.executable, "-c", _LOOPBACK_PROBE, str(port)]
+    try:
+        result = sandbox.run(argv, snapshot=tmp_path, ro_paths=prefixes, env=env, loopback=True)
+        assert result.stdout.split() == ["ok", "ConnectionRefusedError"], result.stderr
+        with pytest.raises(TimeoutError):
+            host.accept()
+        # Without it (the default) the loopback is down: not even a server of its own.
+        result = sandbox.run(argv, snapshot=tmp_path, ro_paths=prefixes, env=env)
+        assert result.returncode != 0 and "OSError" in result.stderr, result.stderr
+    finally:
+        host.close()
+
+
+def test_derive_spec_gives_the_loopback_to_suites_with_a_local_server(tmp_path, here):
+    snapshot = _project(tmp_path, {"setup.py": "", "requirements-dev.txt": "pytest-httpbin==2.1.0\n"})
+    assert derive_spec(snapshot, None).network == "loopback"
+    (tmp_path / "requirements-dev.txt").write_text("pytest\n")
+    assert derive_spec(snapshot, None).network == "none"
+
+
+def test_parse_clone_reads_owner_name_equals_path(tmp_path):
+    assert parse_clone("psf/requests=/m/psf+requests/repo") == ("psf/requests", Path("/m/psf+requests/repo"))
+    assert parse_clone("/clones/requests") == (None, Path("/clones/requests"))
+    odd = tmp_path / "a=b"  # an existing path with "=" in it stays a path
+    odd.mkdir()
+    assert parse_clone(str(odd)) == (None, odd)
+
+
+def _bare_mirror(tmp_path: Path) -> tuple[Path, str]:
+    """A bare clone named "repo" with no origin remote, as the fetched mirrors are."""
+    work = RepoBuilder(tmp_path / "work")
+    commit = work.commit({"widget.py": "X = 1\n", "tests/test_w.py": "def test():\n    pass\n"}, "Initial commit")
+    mirror = tmp_path / "acme+widget" / "repo"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work.path), str(mirror)], check=True)
+    subprocess.run(["git", "-C", str(mirror), "remote", "remove", "origin"], check=True)
+    return mirror, commit
+
+
+def test_clone_map_names_a_mirror_and_the_named_entry_wins(tmp_path):
+    mirror, _ = _bare_mirror(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    clones = clone_map([str(mirror), f"acme/widget={mirror}", f"acme/other={other}"])
+    assert clones["acme/widget"] == mirror and clones["acme/other"] == other
+    assert clones["repo"] == mirror  # unnamed: only the uninformative directory name
+    assert clone_map([f"acme/widget={other}", str(mirror)])["acme/widget"] == other
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="snapshots are given to the sandbox's user (root needed)")
+def test_a_snapshot_comes_from_the_clone_named_for_its_repository(tmp_path):
+    mirror, commit = _bare_mirror(tmp_path)
+    inst = Instance("acme__widget-1", "acme/widget", commit, "issue", "", None, {}, {})
+    snapshots = Snapshots(tmp_path / "cache", [f"acme/widget={mirror}"])
+    path = snapshots.path(inst, EnvSpec(snapshot="git"))
+    assert sorted(p.name for p in path.rglob("*.py")) == ["test_w.py", "widget.py"]
+    assert (path / "widget.py").read_text() == "X = 1\n"
+
+
+def test_data_build_takes_the_repository_name_from_the_git_entry(tmp_path):
+    mirror, _ = _bare_mirror(tmp_path)
+    sources = resolve_sources(BuildConfig(git=(f"acme/widget={mirror}",), out=str(tmp_path / "out")))
+    assert [(s["repo"], s["git"]) for s in sources] == [("acme/widget", str(mirror))]
+
+
+def test_no_fail_to_pass_says_which_tests_failed_on_the_network():
+    run = lambda outcomes, failures=None: SimpleNamespace(  # noqa: E731
+        status="ok", reason=None, outcomes=outcomes, failures=failures or {}
+    )
+    before = run({"t.py::a": "failed", "t.py::b": "passed"})
+    error = "requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=5000): Max retries"
+    after = run({"t.py::a": "failed", "t.py::b": "passed"}, {"t.py::a": error})
+    lab = label(before, [after, after])
+    assert (lab.outcome, lab.pass_to_pass) == ("no_fail_to_pass", ("t.py::b",))
+    assert "after the fix 1 of 2 do not pass, 1 on the network (e.g. t.py::a: requests.exceptions" in lab.reason
+
+
+# --- SWE-bench rows (../shared/data/swebench_dev_rows.json) --------------------------------------
+
+needs_rows = pytest.mark.skipif(not DEV_ROWS.is_file(), reason=f"{DEV_ROWS} not found")
+
+
+def _rows() -> list[dict]:
+    return json.loads(DEV_ROWS.read_text())
+
+
+@needs_rows
+def test_swebench_specs_become_environments():
+    from data.swebench_exec import environment, load_specs, spec_for
+
+    specs = load_specs()
+    requirements_dev = "flake8\n-r requirements.txt\ntypes-pkg_resources\npytest\n-e .\n"
+    files = {"requirements_dev.txt": requirements_dev, "requirements.txt": "click>=7.1\n"}
+    got = {}
+    for row in _rows():
+        spec = spec_for(specs, row["repo"], row["version"])
+        env = environment(spec, specs[row["repo"]]["requirements_paths"], files.get, row["created_at"])
+        got[row["instance_id"]] = (env.python, env.requirements, env.install, env.exclude_newer)
+    assert got == {
+        "pydicom__pydicom-1458": ("3.9", ("numpy", "pytest"), "snapshot", "2021-08-04T15:22:07Z"),
+        "pydicom__pydicom-1194": ("3.8", ("numpy", "pytest"), "snapshot", "2020-09-22T03:16:19Z"),
+        "pylint-dev__astroid-1268": ("3.9", ("pytest",), "snapshot", "2021-11-21T16:15:23Z"),
+        # requirements_dev.txt with its -r; the yanked types-pkg_resources swapped as the harness does
+        "sqlfluff__sqlfluff-2386": (
+            "3.9",
+            ("flake8", "click>=7.1", "types-setuptools", "pytest"),
+            "snapshot",
+            "2022-01-21T00:03:48Z",
+        ),
+    }
+
+
+def _mirror(repo: str) -> Path:
+    return MIRRORS / repo.replace("/", "+") / "repo"
+
+
+@needs_rows
+def test_the_converter_carries_the_official_labels_and_environment_over(tmp_path):
+    from data.swebench_exec import convert
+    from data.validate import read_instances
+
+    repos = sorted({row["repo"] for row in _rows()})
+    missing = [r for r in repos if not _mirror(r).is_dir()]
+    if missing:
+        pytest.skip(f"no clone of {missing} under {MIRRORS}")
+    manifest = convert([str(DEV_ROWS)], [f"{r}={_mirror(r)}" for r in repos], str(tmp_path / "out"), [], False)
+    assert (manifest["instances"], manifest["counts"]) == (4, {"duplicate": 1, "kept": 4})  # astroid-1268 twice
+    got = {i.instance_id: i for i in read_instances(str(tmp_path / "out"), 0)}
+    for row in _rows():
+        inst = got[row["instance_id"]]
+        assert inst.fail_to_pass == tuple(row["FAIL_TO_PASS"]) and len(inst.fail_to_pass) >= 1
+        assert inst.pass_to_pass == tuple(row["PASS_TO_PASS"])
+        assert (inst.base_commit, inst.test_patch, inst.patch) == (row["base_commit"], row["test_patch"], row["patch"])
+    env = EnvSpec.from_json(got["sqlfluff__sqlfluff-2386"].environment)
+    assert env is not None and (env.python, env.pythonpath, env.install) == ("3.9", ("src",), "snapshot")
+    assert {"pytest", "hypothesis", "types-setuptools"} <= set(env.requirements)
