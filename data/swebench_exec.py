@@ -23,6 +23,8 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
     exclude_newer  the later of the row's created_at and its environment_setup_commit's date
                    (the harness reads the requirements there), raised to the interpreter's
                    first release; a pin newer than that date cannot be resolved (env_failed)
+    undated        the repository's TEST_DATA (environments.py): pydicom's tests download
+                   their data files at run time, offline they need the pydicom-data package
 
 Dropped, counted per reason: duplicate (a row whose instance_id came before: the first is
 kept), no_clone, no_spec (repository or version not in the specs), needs_apt (a `pre_install`
@@ -39,6 +41,7 @@ from the base commit has exactly the row's patch outside the test files.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -59,7 +62,7 @@ from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
 from data.sources import iter_swebench_rows
 from reward.execution import declared
-from reward.execution.environments import EnvSpec, InterpreterUnavailable, find_python
+from reward.execution.environments import TEST_DATA, EnvSpec, InterpreterUnavailable, find_python
 from reward.execution.pythons import RELEASES
 
 SPECS_PATH = Path(__file__).with_name("swebench_specs.json")
@@ -259,6 +262,7 @@ class Converter:
             env = environment(
                 spec, paths, _git_reader(repo, commit), resolved_as_of, _src_layout(repo, row["base_commit"])
             )
+            env = dataclasses.replace(env, undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()))
             job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
             outcome = mine_swebench_row(repo, where, {**row, "test_patch": test_patch}, job)
         if outcome.reason != "kept" or outcome.instance is None:

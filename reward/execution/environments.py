@@ -15,6 +15,9 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
     extras          with "snapshot": extras of the snapshot's own project to install ("test")
     exclude_newer   resolve every package as of this date (uv's --exclude-newer), the runner too:
                     a current pytest breaks old suites
+    undated         requirements exempt from that date: a suite's test files published as a
+                    package after the commit (TEST_DATA: pydicom's tests download theirs at run
+                    time, which SWE-bench's containers can and the sandbox cannot)
     pythonpath      directories of the snapshot put on PYTHONPATH ("." or "src")
     network         "none": no network at all (the loopback too is down); "loopback": the
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
@@ -75,6 +78,9 @@ DEFAULT_PYTHON = "3.9"  # SWE-bench's for most repositories; used when nothing e
 SEED = ("pip", "setuptools", "wheel")
 # Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback.
 LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp"})
+# Projects whose tests fetch data files from the network at run time, and the package that ships
+# those files for offline use (installed undated: it was published after most of their commits).
+TEST_DATA = {"pydicom": ("pydicom-data",)}
 # Part of every cache key: a change to how environments are built invalidates the old ones.
 BUILD_VERSION = b"2: seeded with pip, setuptools, wheel"
 
@@ -93,6 +99,7 @@ class EnvSpec:
     exclude_newer: str | None = None  # ISO date
     pythonpath: tuple[str, ...] = (".",)
     network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
+    undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:
@@ -102,7 +109,7 @@ class EnvSpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"environment: unknown keys {sorted(unknown)}")
-        for key in ("requirements", "pythonpath", "extras"):
+        for key in ("requirements", "pythonpath", "extras", "undated"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(**raw)
@@ -195,6 +202,10 @@ class Environments:
         pip = [*uv, "pip", "install", "--quiet", "--python", python]
         if spec.exclude_newer:
             pip += ["--exclude-newer", spec.exclude_newer]
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            for name in spec.undated:
+                pip += ["--exclude-newer-package", f"{_canonical(name)}={now}"]
+        requirements = (*spec.requirements, *spec.undated)
         if spec.install == "snapshot":
             if snapshot is None:
                 raise EnvironmentFailed("install=snapshot needs the snapshot")
@@ -202,12 +213,12 @@ class Environments:
                 copy = Path(scratch) / "src"  # building writes into the tree it builds: not the snapshot
                 shutil.copytree(snapshot, copy, symlinks=True)
                 own = f"{copy}[{','.join(spec.extras)}]" if spec.extras else str(copy)
-                self._tool([*pip, own, *spec.requirements, *SEED], "install the snapshot's dependencies")
+                self._tool([*pip, own, *requirements, *SEED], "install the snapshot's dependencies")
                 mine = _installed_from(tmp, copy) or [d for d in [_project_name(snapshot)] if d]
                 if mine:  # the code under test comes from the snapshot on PYTHONPATH, not site-packages
                     self._tool([*uv, "pip", "uninstall", "--quiet", "--python", python, *mine], "remove its own dist")
         else:
-            self._tool([*pip, *spec.requirements, *SEED], "install the requirements")
+            self._tool([*pip, *requirements, *SEED], "install the requirements")
         for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
@@ -262,7 +273,7 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
     one released before the commit, else DEFAULT_PYTHON (or the oldest installed); exclude_newer: the commit's date,
     raised to the interpreter's first release (nothing older installs on it); pythonpath "src"
     for a src layout, else the root; network "loopback" when the test requirements name a
-    local-server plugin (LOCAL_SERVERS), else "none".
+    local-server plugin (LOCAL_SERVERS), else "none"; undated: the project's TEST_DATA.
     """
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import Version
@@ -297,6 +308,7 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
         exclude_newer=date,
         pythonpath=("src",) if declared.src_layout(snapshot) else (".",),
         network="loopback" if any(_canonical(r) in LOCAL_SERVERS for r in reqs) else "none",
+        undated=TEST_DATA.get(_project_name(snapshot) or "", ()),
     )
 
 

@@ -80,6 +80,31 @@ def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_tim
     assert (spec.python, spec.exclude_newer) == ("3.9", "2020-10-05T00:00:00Z")
 
 
+def test_a_project_whose_tests_download_their_data_gets_the_data_package_undated(tmp_path, here, monkeypatch):
+    spec = derive_spec(_project(tmp_path, {"setup.py": "setup(name='pydicom')\n"}), "2021-08-04T15:22:07Z")
+    assert spec.undated == ("pydicom-data",) and spec.exclude_newer == "2021-08-04T15:22:07Z"
+    assert EnvSpec.from_json(spec.to_json()) == spec
+    # The build holds every package to the date but the undated ones, in one resolution.
+    envs, calls = environments.Environments(tmp_path / "envs"), []
+
+    def tool(cmd, what):
+        calls.append(cmd)
+        if "venv" in cmd:
+            Path(cmd[-1]).mkdir(parents=True)
+
+    monkeypatch.setattr(envs, "_tool", tool)
+    monkeypatch.setattr(environments, "find_python", lambda version: "/usr/bin/python3")
+    spec = EnvSpec(
+        python="3.9", requirements=("pytest",), exclude_newer="2021-08-04T15:22:07Z", undated=("pydicom_data",)
+    )
+    envs._build(spec, None, tmp_path / "envs" / "key")
+    install = calls[1]
+    assert install[install.index("--exclude-newer") + 1] == "2021-08-04T15:22:07Z"
+    exempt = install[install.index("--exclude-newer-package") + 1]
+    assert exempt.startswith("pydicom-data=") and exempt > "pydicom-data=2026"
+    assert {"pytest", "pydicom_data"} <= set(install)
+
+
 def test_derive_spec_of_a_tree_without_a_project_installs_nothing(tmp_path, here):
     spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None)
     assert (spec.install, spec.requirements, spec.exclude_newer, spec.python) == ("none", ("pytest",), None, "3.9")
@@ -284,3 +309,6 @@ def test_the_converter_carries_the_official_labels_and_environment_over(tmp_path
     env = EnvSpec.from_json(got["sqlfluff__sqlfluff-2386"].environment)
     assert env is not None and (env.python, env.pythonpath, env.install) == ("3.9", ("src",), "snapshot")
     assert {"pytest", "hypothesis", "types-setuptools"} <= set(env.requirements)
+    for instance_id, undated in (("pydicom__pydicom-1458", ("pydicom-data",)), ("pylint-dev__astroid-1268", ())):
+        env = EnvSpec.from_json(got[instance_id].environment)
+        assert env is not None and env.undated == undated
