@@ -27,8 +27,10 @@ Build: `uv venv` with the interpreter (pythons.py finds it), then one `uv pip in
 --exclude-newer DATE` of a private copy of the snapshot (building writes build/ and *.egg-info
 into the tree it builds, and the shared snapshot must stay as the commit has it) with the
 requirements and SEED (pip, setuptools, wheel: what other environments come with), in one
-resolution; then the distribution installed from that copy (its direct_url.json names it) is
-uninstalled. The cache key is a hash of the spec and, for
+resolution; then the files that the distribution installed from that copy (its direct_url.json
+names it) put in site-packages are deleted, its metadata kept: the version and entry points stay
+(sqlfluff reads its version with importlib.metadata and finds its rules by entry point, as after
+SWE-bench's `pip install -e .`), the code is only the snapshot's. The cache key is a hash of the spec and, for
 "snapshot" installs, of the dependency files at the commit; a build runs under a file lock (concurrent
 runners on a node build once) into a temporary directory renamed into place, so a half-built
 environment is never used. A failed build raises EnvironmentFailed with the tool's last lines;
@@ -39,6 +41,7 @@ the callers, never fatal to a run.
 from __future__ import annotations
 
 import contextlib
+import csv
 import fcntl
 import hashlib
 import json
@@ -82,7 +85,7 @@ LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "p
 # those files for offline use (installed undated: it was published after most of their commits).
 TEST_DATA = {"pydicom": ("pydicom-data",)}
 # Part of every cache key: a change to how environments are built invalidates the old ones.
-BUILD_VERSION = b"2: seeded with pip, setuptools, wheel"
+BUILD_VERSION = b"3: seeded with pip, setuptools, wheel; the own dist's metadata kept"
 
 
 class EnvironmentFailed(RuntimeError):
@@ -214,9 +217,8 @@ class Environments:
                 shutil.copytree(snapshot, copy, symlinks=True)
                 own = f"{copy}[{','.join(spec.extras)}]" if spec.extras else str(copy)
                 self._tool([*pip, own, *requirements, *SEED], "install the snapshot's dependencies")
-                mine = _installed_from(tmp, copy) or [d for d in [_project_name(snapshot)] if d]
-                if mine:  # the code under test comes from the snapshot on PYTHONPATH, not site-packages
-                    self._tool([*uv, "pip", "uninstall", "--quiet", "--python", python, *mine], "remove its own dist")
+                for info in _own_dists(tmp, copy, _project_name(snapshot)):
+                    _drop_code(info)  # the code under test is the snapshot on PYTHONPATH, not a copy
         else:
             self._tool([*pip, *requirements, *SEED], "install the requirements")
         for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
@@ -253,14 +255,36 @@ def _project_name(snapshot: Path) -> str | None:
     return None
 
 
-def _installed_from(venv: Path, source: Path) -> list[str]:
-    """Distributions in `venv` installed from the directory `source` (PEP 610 direct_url.json)."""
-    names = []
-    for info in venv.glob("lib/python*/site-packages/*.dist-info"):
+def _own_dists(venv: Path, source: Path, name: str | None) -> list[Path]:
+    """The .dist-info directories in `venv` of what was installed from the directory `source`
+    (PEP 610 direct_url.json), else of the distribution called `name`."""
+    infos = list(venv.glob("lib/python*/site-packages/*.dist-info"))
+    mine = []
+    for info in infos:
         direct = info / "direct_url.json"
         if direct.is_file() and json.loads(direct.read_text()).get("url", "").rstrip("/") == source.as_uri():
-            names.append(_canonical(info.name.split("-")[0]))
-    return sorted(names)
+            mine.append(info)
+    return mine or [i for i in infos if name and _canonical(i.name.split("-")[0]) == name]
+
+
+def _drop_code(info: Path) -> None:
+    """Delete what a distribution installed into site-packages (RECORD), but its own metadata;
+    scripts outside site-packages stay (they import the package, found on PYTHONPATH)."""
+    site, info = info.parent.resolve(), info.resolve()
+    emptied = set()
+    with (info / "RECORD").open(newline="") as record:
+        for row in csv.reader(record):
+            path = (site / row[0]).resolve() if row else site
+            if info in path.parents:
+                continue
+            if site in path.parents and path.is_file():
+                path.unlink()
+                emptied.add(path.parent)
+    for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):  # not empty: something else lives there too
+            while folder != site and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
 
 
 def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:

@@ -105,6 +105,35 @@ def test_a_project_whose_tests_download_their_data_gets_the_data_package_undated
     assert {"pytest", "pydicom_data"} <= set(install)
 
 
+def test_the_own_distribution_loses_its_code_and_keeps_its_metadata(tmp_path):
+    """The code under test is the snapshot's; the version and entry points stay readable (sqlfluff
+    reads its version with importlib.metadata at import time and finds its rules by entry point)."""
+    import importlib.metadata
+
+    site = tmp_path / "venv" / "lib" / "python3.9" / "site-packages"
+    info = site / "widget-1.2.dist-info"
+    files = {
+        "widget/__init__.py": "X = 'installed copy'\n",
+        "widget/sub/mod.py": "",
+        "shared/other.py": "",  # a folder another distribution also fills
+        "widget-1.2.dist-info/METADATA": "Metadata-Version: 2.1\nName: widget\nVersion: 1.2\n",
+        "widget-1.2.dist-info/entry_points.txt": "[widget.plugins]\ncore = widget.core\n",
+        "widget-1.2.dist-info/direct_url.json": json.dumps({"url": (tmp_path / "src").as_uri(), "dir_info": {}}),
+        "../../../bin/widget": "#!python\n",
+    }
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    (site / "shared" / "kept.py").write_text("")
+    (info / "RECORD").write_text("".join(f"{rel},sha256=x,1\n" for rel in files) + "widget-1.2.dist-info/RECORD,,\n")
+    assert environments._own_dists(tmp_path / "venv", tmp_path / "src", None) == [info]
+    environments._drop_code(info)
+    assert not (site / "widget").exists() and not (site / "shared" / "other.py").exists()
+    assert (site / "shared" / "kept.py").exists() and (tmp_path / "venv" / "bin" / "widget").exists()
+    dist = importlib.metadata.PathDistribution(info)
+    assert dist.version == "1.2" and [e.value for e in dist.entry_points] == ["widget.core"]
+
+
 def test_derive_spec_of_a_tree_without_a_project_installs_nothing(tmp_path, here):
     spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None)
     assert (spec.install, spec.requirements, spec.exclude_newer, spec.python) == ("none", ("pytest",), None, "3.9")
