@@ -136,7 +136,7 @@ class Runner:
         if "junit.xml" not in result.files:
             return fail(
                 "no_report",
-                f"pytest exited {result.returncode} without a report",
+                f"pytest exited {result.returncode} without a report: {_last_line(log)}",
                 seconds=seconds,
                 log=log,
                 env_build_s=env.built_s,
@@ -164,3 +164,9 @@ def patched_files(snapshot: Path, *patches: str) -> dict[str, str | None]:
             deleted = content == "" and not any(fp.new_path == rel for fp in parse_patch(patch))
             changes[rel] = None if deleted else content
     return changes
+
+
+def _last_line(log: str) -> str:
+    """The last non-blank line of the output: the error of a run that never reached its tests
+    (an ImportError in a conftest or a plugin, a usage error), named in the reason."""
+    return next((line.strip()[:300] for line in reversed(log.splitlines()) if line.strip()), "no output")
