@@ -158,9 +158,8 @@ class Trainer:
         self.control.report(len(self.fleet.live), self.step)
 
     def shutdown(self) -> None:
-        self.fleet.shutdown()
-        self.rewards.shutdown()
-        self.learner.shutdown()
+        for part in (self.fleet, self.rewards, self.learner):
+            part.shutdown()
         self.control.stop()
 
 

@@ -1,8 +1,8 @@
 """Evaluate a checkpoint: greedy and sampled answers to held-out issues, scored by the SWE-RL reward.
 
-    python -m learner.evaluate checkpoint=runs/default/hf data=demo [split=heldout]
+    python -m actors.evaluate checkpoint=runs/default/hf data=demo [split=heldout]
         [heldout_fraction=0.1] [samples=16] [temperature=1.0] [max_new_tokens=512] [out=runs/eval]
-    python -m learner.evaluate checkpoint=... data=... --oracle      # harness self-check
+    python -m actors.evaluate checkpoint=... data=... --oracle      # harness self-check
 
 The instances are those the trainer holds out with the same `heldout_fraction` (the hash rule
 of data.loader.is_heldout; `split=train` gives the others), or all of them when the fraction

@@ -23,7 +23,7 @@ from data.demo import load_demo_rows
 from data.loader import InstanceLoader
 from data.patching import apply_patch, unified_diff
 from data.schema import Instance, files_to_dict
-from learner import evaluate as ev
+from actors import evaluate as ev
 from learner.models import resolve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -196,7 +196,7 @@ def test_model_mode_runs_the_command_and_writes_a_predictions_file(tiny, tmp_pat
     cmd = [
         sys.executable,
         "-m",
-        "learner.evaluate",
+        "actors.evaluate",
         f"checkpoint={tiny}",
         "data=demo",
         "limit=3",
