@@ -4,6 +4,7 @@
     python -m data.build --swebench FILE [--git PATH --repo owner/name] --out DIR
     python -m data.build ... --workers 2          # mine in Ray tasks on a local Ray (127.0.0.1)
     python -m data.build ... --ray-address auto   # ... on an existing cluster
+    python -m data.build ... --exclude-repos swebench.json   # no PR of SWE-bench's repositories
 
 Prints progress while it runs and a table of counts per filter at the end; writes the shards
 and `_manifest.json` (data/shards.py). Bad input (not a repository, malformed JSON, a missing

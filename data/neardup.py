@@ -13,8 +13,8 @@ Two indexes, consulted in this order: the evaluation rows (SWE-bench files given
 `--exclude` / `--exclude-repos` that carry problem statements and patches), whose near copies
 are counted `near_excluded`; and the instances kept so far, whose near copies are counted
 `near_duplicate`: the first kept wins, as with the exact rule, so the outcome follows the
-deterministic candidate order. The paper removes near-duplicates too but does not say how;
-the shingle size, the number of permutations and the default threshold 0.8 are ours.
+deterministic candidate order. The shingle size, the number of permutations and the default
+threshold 0.8 are ours, not taken from the paper.
 """
 
 from __future__ import annotations
