@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,8 +15,10 @@ import pytest
 
 from data.build import BuildConfig, build, main, parse_args
 from data.filters import FilterConfig
-from data.neardup import NearDuplicates, lsh_bands, shingles
+from data.neardup import NearDuplicates, lsh_bands, shingles, signature
 from data.synthetic import RepoBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
 
 STATEMENT = (
     "The parser crashes on an empty section header. Reading a file whose first line is [] raises "
@@ -191,3 +196,22 @@ def _build_dir(history: Path, tmp_path: Path) -> Path:
     out = tmp_path / "plain"
     _build(history, out, filters=FilterConfig(near_dup_threshold=0))
     return out
+
+
+def test_signatures_are_the_same_in_every_process() -> None:
+    # Python salts str hashes per process (PYTHONHASHSEED); the signatures must not depend on it,
+    # or two builds of the same input would drop different near-duplicates.
+    code = "from data.neardup import signature; print(signature('issue text here', '+x = 1\\n-x = 2\\n').digest())"
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    here = signature("issue text here", "+x = 1\n-x = 2\n").digest()
+    assert outs == {f"{here}\n"} and len(here) == 128
