@@ -99,7 +99,7 @@ class EvalConfig:
     kv_cache_gib: int = RolloutConfig.kv_cache_gib
     # The reward's time cap per diff pair, as in training.
     max_pair_seconds: float = RewardConfig.max_pair_seconds
-    # Seeds the engine and each instance's samples.
+    # Seeds the engine, each instance's samples and the order of its files in the prompt.
     seed: int = 0
     # Output directory: summary.json, predictions.jsonl, answers.jsonl.
     out: str = "runs/eval"
@@ -178,7 +178,7 @@ def select_items(cfg: EvalConfig, tokenizer: Any) -> Selection:
             if split != "all" and is_heldout(instance.instance_id, cfg.heldout_fraction) != (split == "heldout"):
                 sel.skipped_other_split += 1
                 continue
-            ids = encode_prompt(tokenizer, build_messages(instance))
+            ids = encode_prompt(tokenizer, build_messages(instance, cfg.seed))
             if len(ids) > cfg.max_prompt_tokens:
                 sel.dropped_too_long += 1
                 continue

@@ -134,7 +134,8 @@ def measure(data: Path) -> Measured | None:
                 build_messages(
                     Instance(
                         r["instance_id"], "psf/requests", "", r["problem_statement"], "", None, r["code_context"], {}
-                    )
+                    ),
+                    seed=0,  # the file order changes no length
                 ),
             )
         )

@@ -4,6 +4,7 @@
     python -m data.build --swebench FILE [--git PATH --repo owner/name] --out DIR
     python -m data.build ... --workers 2          # mine in Ray tasks on a local Ray (127.0.0.1)
     python -m data.build ... --ray-address auto   # ... on an existing cluster
+    python -m data.build ... --exclude-repos swebench.json   # no PR of SWE-bench's repositories
 
 Prints progress while it runs and a table of counts per filter at the end; writes the shards
 and `_manifest.json` (data/shards.py). Bad input (not a repository, malformed JSON, a missing
@@ -18,6 +19,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -33,11 +35,12 @@ from conf.errors import UserError
 from data.filters import FilterConfig, new_counts, summary_table
 from data.gitrepo import GitError, Repo, parse_clone
 from data.mining import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
+from data.neardup import NearDuplicates
 from data.parallel import chunked, map_in_process, map_on_ray, ray_session
 from data.pulls import merged_pull_requests
 from data.schema import SCHEMA_VERSION
 from data.shards import ShardWriter, prepare_output, write_manifest
-from data.sources import InputError, iter_json_records, iter_swebench_rows, read_issue_index
+from data.sources import InputError, iter_json_records, iter_records, iter_swebench_rows, read_issue_index
 
 # Skips with a reason of their own (a git error, an unknown commit) shown per reason, and kept
 # in the manifest: enough to see what went wrong without a log of every candidate.
@@ -69,6 +72,9 @@ class BuildConfig:
     # Files listing instance ids to leave out: text (one id per line) or JSON/JSONL/Parquet
     # rows with an `instance_id` (a SWE-bench file works as is).
     exclude: tuple[str, ...] = ()
+    # Files listing repositories none of whose PRs to keep: text (one owner/name per line) or
+    # JSON/JSONL/Parquet rows with a `repo` (a SWE-bench file works as is).
+    exclude_repos: tuple[str, ...] = ()
     # Stop after this many candidates (PRs or rows); 0 = all.
     limit: int = 0
     # Local Ray CPUs to mine on (0 = in-process, unless `ray_address` is set).
@@ -105,6 +111,29 @@ def _ids_of_records(path: Path) -> Iterator[str]:
         yield rec["instance_id"]
 
 
+# GitHub's rule for owner and repository names: letters, digits, '-', '_' and '.'.
+_REPO_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def read_excluded_repos(paths: tuple[str, ...]) -> frozenset[str]:
+    """Repositories to exclude, lower case, from the files `paths` (see BuildConfig.exclude_repos)."""
+    repos: set[str] = set()
+    for path in paths:
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"{p}: no such file (--exclude-repos)")
+        if p.suffix in (".parquet", ".json", ".jsonl", ".gz"):
+            entries = ((where, rec.get("repo") if isinstance(rec, dict) else None) for where, rec in iter_records(p))
+        else:
+            lines = enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            entries = ((f"{p}: line {n}", ln.strip()) for n, ln in lines if ln.strip() and not ln.startswith("#"))
+        for where, repo in entries:
+            if not (isinstance(repo, str) and _REPO_RE.fullmatch(repo)):
+                raise InputError(f"{where}: expected a repository as owner/name, got {repo!r} (--exclude-repos)")
+            repos.add(repo.lower())
+    return frozenset(repos)
+
+
 def _job(cfg: BuildConfig, repo_name: str) -> MineJob:
     index = read_issue_index(list(cfg.issues), repo_name) if cfg.issues else None
     require = cfg.filters.require_linked_issue
@@ -115,6 +144,33 @@ def _job(cfg: BuildConfig, repo_name: str) -> MineJob:
         require_issue=bool(cfg.issues) if require is None else require,
         issues=index,
     )
+
+
+def read_reference_rows(paths: tuple[str, ...]) -> Iterator[tuple[str, str, str]]:
+    """(instance id, problem statement, patch) of the rows of SWE-bench-format files among
+    `paths` that carry both texts: the evaluation set the near-duplicate rule keeps away from.
+    Text files (lists of ids or repositories) carry no text and give nothing."""
+    seen: set[str] = set()
+    for path in paths:
+        p = Path(path)
+        if p.suffix not in (".parquet", ".json", ".jsonl", ".gz"):
+            continue
+        for where, rec in iter_records(p):
+            if not isinstance(rec, dict):
+                continue
+            name, patch = str(rec.get("instance_id") or where), rec.get("patch", rec.get("golden_patch"))
+            if isinstance(rec.get("problem_statement"), str) and isinstance(patch, str) and name not in seen:
+                seen.add(name)  # a file given with both flags is read twice
+                yield name, rec["problem_statement"], patch
+
+
+def _near_duplicates(cfg: BuildConfig) -> NearDuplicates | None:
+    threshold = cfg.filters.near_dup_threshold
+    if threshold == 0:
+        return None
+    near = NearDuplicates(threshold)
+    near.add_references(read_reference_rows((*cfg.exclude, *cfg.exclude_repos)))
+    return near
 
 
 def _validate(cfg: BuildConfig) -> None:
@@ -136,6 +192,8 @@ def _validate(cfg: BuildConfig) -> None:
     for name, value in non_negative.items():
         if value < 0:
             raise InputError(f"{name} must be >= 0 (0 = none / no limit), got {value}")
+    if not 0 <= cfg.filters.near_dup_threshold <= 1:
+        raise InputError(f"near_dup_threshold must be in [0, 1] (0 = off), got {cfg.filters.near_dup_threshold}")
     if not cfg.out:
         raise InputError("--out DIR is required")
 
@@ -201,8 +259,17 @@ class _Progress:
 def build(cfg: BuildConfig) -> dict[str, Any]:
     """Run the build; return the manifest it wrote."""
     _validate(cfg)
-    cfg = replace(cfg, filters=replace(cfg.filters, exclude_ids=cfg.filters.exclude_ids | read_exclusions(cfg.exclude)))
+    filters = cfg.filters
+    cfg = replace(
+        cfg,
+        filters=replace(
+            filters,
+            exclude_ids=filters.exclude_ids | read_exclusions(cfg.exclude),
+            exclude_repo_names=filters.exclude_repo_names | read_excluded_repos(cfg.exclude_repos),
+        ),
+    )
     sources = resolve_sources(cfg)
+    near = _near_duplicates(cfg)
     out = prepare_output(cfg.out, cfg.overwrite)
     counts, candidates, started = new_counts(), 0, time.time()
     examples: defaultdict[str, list[str]] = defaultdict(list)
@@ -212,22 +279,20 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
         ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers,
         ShardWriter(out, cfg.shard_size) as writer,
     ):
-        seen: set[bytes] = set()  # digests of kept patches: 20 bytes each, for the duplicate rule
+        # Digests of kept patches (20 bytes each) for the duplicate rule; None = rule off.
+        seen: set[bytes] | None = set() if cfg.filters.dedupe else None
         for outcome in iter_outcomes(cfg, sources, workers):
             candidates += 1
-            reason = _dedupe(outcome, seen) if cfg.filters.dedupe else outcome.reason
+            reason, detail = _dedupe(outcome, seen, near)
             counts[reason] += 1
             if reason == "kept":
                 writer.write(outcome.instance)  # type: ignore[arg-type]
-            elif outcome.detail and len(examples[reason]) < EXAMPLES_PER_REASON:
-                # Skips that carry a why (git errors, unknown commits, rows of a bad file):
-                # the first few are shown and kept in the manifest, naming the PR or row.
-                examples[reason].append(f"{outcome.instance_id}: {outcome.detail}")
-                print(
-                    f"[build] skipped {outcome.instance_id} ({reason}): {outcome.detail}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            elif detail and len(examples[reason]) < EXAMPLES_PER_REASON:
+                # Skips that carry a why (git errors, unknown commits, rows of a bad file, the
+                # instance a near-duplicate resembles): the first few are shown and kept in the
+                # manifest, naming the PR or row.
+                examples[reason].append(f"{outcome.instance_id}: {detail}")
+                print(f"[build] skipped {outcome.instance_id} ({reason}): {detail}", file=sys.stderr, flush=True)
             progress.update(candidates, counts["kept"])
     progress.update(candidates, counts["kept"], force=True)
     manifest = _manifest(cfg, sources, counts, candidates, writer.shards, started, workers)
@@ -237,14 +302,23 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     return manifest
 
 
-def _dedupe(outcome: Outcome, seen: set[bytes]) -> str:
+def _dedupe(outcome: Outcome, seen: set[bytes] | None, near: NearDuplicates | None) -> tuple[str, str]:
+    """(reason, detail) after the duplicate and near-duplicate rules, which need every earlier
+    kept instance and so run here, in candidate order: the first kept wins."""
     if outcome.reason != "kept":
-        return outcome.reason
-    digest = hashlib.sha1(outcome.instance["patch"].encode()).digest()  # type: ignore[index]
-    if digest in seen:
-        return "duplicate"
-    seen.add(digest)
-    return "kept"
+        return outcome.reason, outcome.detail
+    row = outcome.instance
+    assert row is not None  # a kept outcome carries its row
+    digest = hashlib.sha1(row["patch"].encode()).digest()
+    if seen is not None and digest in seen:
+        return "duplicate", ""
+    if near is not None:
+        reason, detail = near.check(outcome.instance_id, row["problem_statement"], row["patch"])
+        if reason != "kept":
+            return reason, detail
+    if seen is not None:
+        seen.add(digest)  # only once kept: a later copy of a dropped patch meets the rules anew
+    return "kept", ""
 
 
 def _manifest(
@@ -258,6 +332,7 @@ def _manifest(
 ) -> dict[str, Any]:
     config = asdict(cfg)
     config["filters"]["exclude_ids"] = len(cfg.filters.exclude_ids)  # the files are in `exclude`
+    config["filters"]["exclude_repo_names"] = sorted(cfg.filters.exclude_repo_names)  # a few names: shown
     config = json.loads(json.dumps(config))  # tuples -> lists: the dict equals the file's contents
     return {
         "schema_version": SCHEMA_VERSION,
@@ -296,6 +371,13 @@ def _parser() -> argparse.ArgumentParser:
     add("--shard-size", type=int, help="instances per shard")
     add("--relevant-files", type=int, help="K relevant unchanged files per context (0 = none)")
     add("--exclude", action="append", help="ids to leave out: text file or SWE-bench file")
+    add(
+        "--exclude-repos",
+        action="append",
+        metavar="FILE",
+        help="drop every PR of these repositories: a SWE-bench file (its `repo` values) or a text "
+        "file of owner/name lines; repeatable (default: none)",
+    )
     add("--limit", type=int, help="stop after this many candidates")
     add("--workers", type=int, help="mine on a local Ray with this many CPUs")
     add("--ray-address", help="mine on an existing Ray cluster")
@@ -317,6 +399,14 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("max-files", "max-hunks", "max-changed-lines", "max-context-chars", "max-context-tokens"):
         flt.add_argument(f"--{name}", type=int, help="0 = no limit")
     flt.add_argument("--tokenizer", help="measure the context in this tokenizer's tokens")
+    flt.add_argument(
+        "--near-dup-threshold",
+        type=float,
+        metavar="J",
+        help="drop an instance whose problem statement + patch reach this MinHash Jaccard similarity with "
+        "an evaluation row (--exclude / --exclude-repos files) or a kept instance "
+        f"(default: {FilterConfig.near_dup_threshold}; 0 = off)",
+    )
     return ap
 
 

@@ -20,6 +20,7 @@ from functools import lru_cache
 # Evaluation order of the rules; the summary table lists counts in this order.
 FILTERS: tuple[str, ...] = (
     "excluded",  # instance id on the exclusion list (e.g. SWE-bench ids, for clean evaluation)
+    "excluded_repo",  # a PR of a repository on the repository exclusion list (e.g. SWE-bench's)
     "bot",  # authored by a bot, or a "bump" PR
     "no_linked_issue",  # links no issue (with --issues: no linked issue found in the dump)
     "empty",  # changes nothing
@@ -33,6 +34,8 @@ FILTERS: tuple[str, ...] = (
     "patch_mismatch",  # applying the patch to the context does not give the new contents
     "context_too_long",  # issue + context longer than max_context_chars (or _tokens)
     "duplicate",  # the same oracle patch as an instance already kept
+    "near_excluded",  # problem statement + patch close to an evaluation row's (data/neardup.py)
+    "near_duplicate",  # problem statement + patch close to an instance already kept
 )
 # Input the miner could not use at all; never fatal, always counted.
 SKIPS: tuple[str, ...] = (
@@ -80,8 +83,15 @@ class FilterConfig:
     tokenizer: str = ""
     # Drop an instance whose oracle patch equals that of one already kept.
     dedupe: bool = True
+    # Drop an instance whose problem statement + patch have an estimated Jaccard similarity
+    # (MinHash of 5-token shingles, data/neardup.py) at least this high with an evaluation row
+    # (from the `--exclude` / `--exclude-repos` files) or with an instance already kept; 0 = off.
+    near_dup_threshold: float = 0.8
     # Instance ids never to emit (e.g. every SWE-bench id, to keep evaluation clean).
     exclude_ids: frozenset[str] = field(default_factory=frozenset)
+    # Repositories ("owner/name", lower case: GitHub's names are case-insensitive) none of
+    # whose PRs to emit: the paper leaves SWE-bench's repositories out altogether.
+    exclude_repo_names: frozenset[str] = field(default_factory=frozenset)
 
 
 def is_bot(author: str, title: str, source_branch: str = "") -> bool:

@@ -9,6 +9,8 @@ uninterrupted loader would have yielded next: no prompt skipped, none repeated.
 Split: an instance is held out when a hash of its instance_id falls below heldout_fraction, a
 rule that does not depend on order, shard layout or seed. Prompts over max_prompt_tokens are
 skipped (and counted) when reached; skipping is deterministic, so it does not disturb the cursor.
+Each prompt shows its instance's files in an order drawn from (seed, instance_id)
+(data/prompt.py: build_messages), so the changed files are not always first.
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ class InstanceLoader:
         if is_heldout(instance.instance_id, self.heldout_fraction) != (self.split == "heldout"):
             self.stats.skipped_heldout += 1
             return None
-        ids = encode_prompt(self.tokenizer, build_messages(instance))
+        ids = encode_prompt(self.tokenizer, build_messages(instance, self.seed))
         if len(ids) > self.max_prompt_tokens:
             self.stats.dropped_too_long += 1
             return None

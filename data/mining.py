@@ -164,6 +164,8 @@ def _mine_pr(repo: Repo, pr: PullRequest, job: MineJob, iid: str) -> dict[str, A
     cfg = job.filters
     if iid in cfg.exclude_ids:
         raise _Drop("excluded")
+    if job.repo_name.lower() in cfg.exclude_repo_names:
+        raise _Drop("excluded_repo")
     base = pr.parent if pr.kind == "squash" else repo.merge_base(pr.parent, pr.head)
     if base is None:
         raise _Drop("git_error", f"{pr.parent[:12]} and {pr.head[:12]} share no history")
@@ -284,6 +286,8 @@ def _mine_row(repo: Repo | None, where: str, row: dict[str, Any], job: MineJob) 
     cfg = job.filters
     if row["instance_id"] in cfg.exclude_ids:
         raise _Drop("excluded")
+    if row["repo"].lower() in cfg.exclude_repo_names:
+        raise _Drop("excluded_repo")
     if repo is not None and row["repo"].lower() != job.repo_name.lower():
         raise _Drop("other_repo", f"{where}: {row['repo']} is not {job.repo_name}")
     patch, base = row["patch"], row["base_commit"]

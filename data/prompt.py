@@ -5,10 +5,17 @@ The answer format is fixed by the reward (reward/): `<think>...</think><solution
 with edits as fenced SEARCH/REPLACE blocks headed `### path`. As in the paper, each file is
 shown as `### path` followed by its full content; we fence the content so the model can tell
 where a file ends (the paper leaves the fencing open; this is our choice).
+
+File order: the stored `code_context` lists the files the PR changes first (data/schema.py), so
+a prompt in stored order would teach "edit the first files shown", the shortcut the paper's
+relevant-file step exists to remove. `build_messages` shows the files in an order drawn from
+(seed, instance_id): the same run shows an instance the same prompt every time, another seed
+another order. The reward reads files by path, so it does not depend on the order.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -67,11 +74,30 @@ def user_message(problem_statement: str, code_context: Mapping[str, str]) -> str
     )
 
 
-def build_messages(instance: Instance) -> list[dict[str, str]]:
-    """Chat messages for one instance."""
+def shuffled_files(code_context: Mapping[str, str], seed: int, instance_id: str) -> dict[str, str]:
+    """`code_context` in the prompt's order: sorted by a hash of (seed, instance_id, path).
+
+    Each path's key is an independent uniform draw, so every order is equally likely whatever
+    the stored order was (changed files first); the same (seed, instance_id) gives the same
+    order on any machine and Python (no dependence on PYTHONHASHSEED or on the stored order).
+    """
+
+    def key(path: str) -> bytes:
+        return hashlib.sha256(f"{seed}\0{instance_id}\0{path}".encode()).digest()
+
+    return {path: code_context[path] for path in sorted(code_context, key=key)}
+
+
+def build_messages(instance: Instance, seed: int) -> list[dict[str, str]]:
+    """Chat messages for one instance, its files in the order `seed` draws (shuffled_files).
+
+    The one place a prompt is built from an Instance: the training loader, the SFT warm start
+    (through its loader) and the evaluation call it with their own seed.
+    """
+    files = shuffled_files(instance.code_context, seed, instance.instance_id)
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": user_message(instance.problem_statement, instance.code_context)},
+        {"role": "user", "content": user_message(instance.problem_statement, files)},
     ]
 
 

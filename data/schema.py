@@ -25,7 +25,8 @@ from conf.errors import UserError
 SCHEMA_VERSION = 3
 
 # One file: its repository-relative path and its full text. Lists of these keep file order
-# (the order the prompt shows them in), which a map type would not guarantee.
+# (changed files first), which a map type would not guarantee; the prompt does not show the
+# stored order but one drawn per instance (data/prompt.py: build_messages).
 FILE_STRUCT = pa.struct(
     [
         pa.field("path", pa.string(), nullable=False),
@@ -49,7 +50,8 @@ INSTANCE_SCHEMA = pa.schema(
         # The PR's changes to test files, kept for evaluation harnesses; null when unknown.
         pa.field("test_patch", pa.string(), nullable=True),
         # Files at base_commit shown to the model: every file the patch changes (a file the
-        # patch creates has content ""), then any relevant unchanged files.
+        # patch creates has content ""), then any relevant unchanged files. The prompt shuffles
+        # them (per seed and instance), so this order is never shown as is.
         pa.field("code_context", pa.list_(FILE_STRUCT), nullable=False),
         # The changed files after the oracle patch; a deleted file has content "".
         pa.field("oracle_new_content", pa.list_(FILE_STRUCT), nullable=False),
@@ -141,7 +143,7 @@ class Instance:
     problem_statement: str
     patch: str
     test_patch: str | None
-    code_context: dict[str, str]  # path -> content at base_commit, in the stored (prompt) order
+    code_context: dict[str, str]  # path -> content at base_commit, in the stored order (changed first)
     oracle_new_content: dict[str, str]  # path -> content after the oracle patch ("" = deleted)
     problem_source: str | None = None
     linked_issues: tuple[int, ...] | None = None

@@ -166,13 +166,17 @@ def _rows_parquet(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         raise InputError(f"{path}: not a readable Parquet file after row {i} ({exc})") from None
 
 
-def iter_swebench_rows(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, row) for each SWE-bench-format row; InputError names a missing field."""
+def iter_records(path: str | Path) -> Iterator[tuple[str, Any]]:
+    """(where, record) of a Parquet file's rows, or of a JSON / JSON-lines file's records."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    rows = _rows_parquet(path) if path.suffix == ".parquet" else iter_json_records(path)
-    for where, row in rows:
+    return _rows_parquet(path) if path.suffix == ".parquet" else iter_json_records(path)
+
+
+def iter_swebench_rows(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) for each SWE-bench-format row; InputError names a missing field."""
+    for where, row in iter_records(path):
         if not isinstance(row, Mapping):
             raise InputError(f"{where}: expected a JSON object, got {type(row).__name__}")
         row = dict(row)

@@ -5,7 +5,8 @@ writes the answer format): a small model almost never writes a well-formed answe
 group scores -1 and GRPO has no signal. A few hundred supervised steps on the oracle answers
 (the instance's fix written in the answer format, data/prompt.py `oracle_completion`) teach
 the format first. Its own loader (seed + 1) over the same data, so the RL data order is
-untouched; the optimizer's moments are reset afterwards (LearnerWorker.reset_optimizer says
+untouched (and its prompts show each instance's files in the seed + 1 order, another
+shuffle); the optimizer's moments are reset afterwards (LearnerWorker.reset_optimizer says
 why). One line per step goes to <run_dir>/sft_metrics.jsonl.
 """
 

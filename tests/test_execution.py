@@ -95,8 +95,8 @@ def test_the_harness_writes_a_swebench_style_report(tmp_path):
 
 
 def test_evaluation_reports_resolution_when_the_instances_carry_tests():
-    from conf.config import ModelConfig
     from actors import evaluate as ev
+    from conf.config import ModelConfig
     from learner.models import resolve
 
     tiny = resolve(ModelConfig(name="tiny"))

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from actors import evaluate as ev
 from conf.config import ModelConfig
 from data.demo import load_demo_rows
 from data.loader import InstanceLoader
 from data.patching import apply_patch, unified_diff
 from data.schema import Instance, files_to_dict
-from actors import evaluate as ev
 from learner.models import resolve
 
 REPO = Path(__file__).resolve().parents[2]
