@@ -9,7 +9,7 @@ One step is a pipeline of named, timed phases, each one call on a component:
     train       learner.train         one update (`learner.loss`) on DeepSpeed     learner/group.py
     sync        weights.push          to every engine (`trainer.weight_transport`) actors/weight_sync.py
     checkpoint  checkpoints.save      every `trainer.checkpoint_every` steps       learner/checkpoint.py
-    log         log.write             metrics.jsonl, dashboard gauges, console     actors/run_log.py
+    log         log.write             dashboard gauges, `trainer.loggers`          actors/run_log.py
 
 Every remote call is awaited within `trainer.phase_timeout_s`, so a failed or hung actor
 surfaces in the phase that used it, by name. `trainer.mode=sync` is the paper's on-policy loop;
@@ -90,7 +90,7 @@ class Trainer:
         self.rollouts = Rollouts(cfg, self.loader, self.fleet, self.tokenizer)
         self.advantage = ADVANTAGES.get(cfg.learner.advantage)
         self.control = FleetControl.start(self.run_dir.name, cfg.rollout.num_actors)
-        self.log = RunLog(self.run_dir, steps=cfg.trainer.steps, rollout_log_every=cfg.trainer.rollout_log_every)
+        self.log = RunLog(self.run_dir, cfg.trainer, config=asdict(cfg))
         ckpt = self.checkpoints.restore(self.learner, self.loader)
         self.log.resume(ckpt)
         self.step, self.policy_version = (ckpt.step, int(ckpt.state["policy_version"])) if ckpt else (0, 0)
@@ -158,6 +158,7 @@ class Trainer:
         self.control.report(len(self.fleet.live), self.step)
 
     def shutdown(self) -> None:
+        self.log.close()
         for part in (self.fleet, self.rewards, self.learner):
             part.shutdown()
         self.control.stop()

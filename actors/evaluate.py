@@ -55,6 +55,7 @@ from conf import device as devices
 from conf import logs
 from conf.config import DataConfig, ExecutionConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
 from conf.io import atomic_write, write_text
+from conf.progress import Progress
 from conf.runtime import Runtime
 from data.loader import PromptItem, is_heldout, resolve_path, shard_files
 from data.patching import PatchError, apply_patch, created_files, files_patch
@@ -221,28 +222,29 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
     try:
         greedy: list[str] = []
         sampled: list[list[str]] = []
-        for start in range(0, len(items), PROMPTS_PER_CALL):
-            chunk = items[start : start + PROMPTS_PER_CALL]
-            seeds = [zlib.crc32(f"{cfg.seed}/{it.instance_id}".encode()) & 0x7FFFFFFF for it in chunk]
-            greedy += [
-                r.completions[0].text
-                for r in worker.generate(
-                    [
-                        GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s, temperature=0.0)
-                        for it, s in zip(chunk, seeds, strict=True)
-                    ]
-                )
-            ]
-            sampled += [
-                [c.text for c in r.completions]
-                for r in worker.generate(
-                    [
-                        GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s)
-                        for it, s in zip(chunk, seeds, strict=True)
-                    ]
-                )
-            ]
-            log.info("[eval] generated %d/%d instances", len(greedy), len(items))
+        with Progress("eval", "instances generated", len(items), emit=log.info) as progress:
+            for start in range(0, len(items), PROMPTS_PER_CALL):
+                chunk = items[start : start + PROMPTS_PER_CALL]
+                seeds = [zlib.crc32(f"{cfg.seed}/{it.instance_id}".encode()) & 0x7FFFFFFF for it in chunk]
+                greedy += [
+                    r.completions[0].text
+                    for r in worker.generate(
+                        [
+                            GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s, temperature=0.0)
+                            for it, s in zip(chunk, seeds, strict=True)
+                        ]
+                    )
+                ]
+                sampled += [
+                    [c.text for c in r.completions]
+                    for r in worker.generate(
+                        [
+                            GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s)
+                            for it, s in zip(chunk, seeds, strict=True)
+                        ]
+                    )
+                ]
+                progress.update(len(chunk))
         return greedy, sampled
     finally:
         worker.shutdown()

@@ -1,5 +1,6 @@
-"""What a step leaves behind: its metrics line (metrics.jsonl, the Ray dashboard's gauges, one
-console line) and its rollouts (rollouts/step_NNNNNN.jsonl).
+"""What a step leaves behind: its metrics line (the Ray dashboard's gauges, and each logger of
+`trainer.loggers`: the console line, metrics.jsonl, TensorBoard, W&B; actors/loggers.py) and
+its rollouts (rollouts/step_NNNNNN.jsonl).
 
 metrics.jsonl is appended to, never rewritten. With `trainer.checkpoint_every` > 1 a driver
 that dies loses the steps logged after its last checkpoint; on resume they run again and their
@@ -21,8 +22,10 @@ import numpy as np
 import torch
 
 from actors.generation import Group
+from actors.loggers import LOGGERS, Logger, RunInfo
 from actors.reward_pool import ScoredJob
 from actors.telemetry import Telemetry
+from conf.config import TrainerConfig
 from conf.io import atomic_write
 from learner import grpo
 from learner.checkpoint import Checkpoint
@@ -65,11 +68,13 @@ def step_metrics(
 
 
 class RunLog:
-    def __init__(self, run_dir: Path, *, steps: int, rollout_log_every: int) -> None:
-        self.run_dir, self.steps, self.rollout_log_every = run_dir, steps, rollout_log_every
+    def __init__(self, run_dir: Path, cfg: TrainerConfig, *, config: dict[str, Any]) -> None:
+        """`config`: the whole composed config, for the loggers that keep it (W&B)."""
+        self.run_dir, self.cfg, self.config = run_dir, cfg, config
         self.metrics_path = run_dir / "metrics.jsonl"
         self.telemetry = Telemetry(run_dir.name)
         self.rerun: set[int] = set()
+        self.loggers: list[Logger] = []  # opened by resume(), which knows the starting step
 
     def logged_steps(self) -> set[int]:
         if not self.metrics_path.is_file():
@@ -77,10 +82,14 @@ class RunLog:
         return {json.loads(line)["step"] for line in self.metrics_path.read_text().splitlines() if line.strip()}
 
     def resume(self, ckpt: Checkpoint | None) -> None:
-        """Mark the steps logged past the checkpoint as reruns; log a checkpointed step's line
-        that its driver died before writing."""
+        """Open the loggers at the run's starting point (the checkpoint's step); mark the steps
+        logged past the checkpoint as reruns; log a checkpointed step's line that its driver
+        died before writing."""
+        start = ckpt.step if ckpt else 0
+        run = RunInfo(self.run_dir, self.run_dir.name, self.config, self.cfg.steps, start, self.cfg.wandb_project)
+        self.loggers = [LOGGERS.get(name)(run) for name in self.cfg.loggers]
         logged = self.logged_steps()
-        self.rerun = {s for s in logged if s > (ckpt.step if ckpt else 0)}
+        self.rerun = {s for s in logged if s > start}
         if self.rerun:
             log.info(
                 "[resume] steps %d-%d were logged after the last checkpoint; they run again and their "
@@ -93,40 +102,27 @@ class RunLog:
                 "[resume] from %s (step %d, policy_version %d)", ckpt.path, ckpt.step, ckpt.state["policy_version"]
             )
             if ckpt.state.get("metrics") and ckpt.step not in logged:
-                self._append(ckpt.state["metrics"])
+                self._emit(ckpt.state["metrics"])
 
     def write(self, metrics: dict[str, Any]) -> None:
-        """The step's line: metrics.jsonl, the dashboard's gauges, the console."""
+        """The step's line: the dashboard's gauges and every logger."""
         if metrics["step"] in self.rerun:
             metrics["rerun"] = True
-        self._append(metrics)
+        self._emit(metrics)
         self.telemetry.record(metrics)
-        m = metrics
-        log.info(
-            "[step %d/%d] v%d reward %+.3f (std %.3f, format errors %.0f%%) loss %+.4f | generate %.1fs "
-            "(%.0f tok/s) reward %.1fs train %.1fs sync %.1fs step %.1fs",
-            m["step"],
-            self.steps,
-            m["policy_version"],
-            m["reward_mean"],
-            m["reward_std"],
-            100 * m["format_error_rate"],
-            m["loss"],
-            m["generate_s"],
-            m["gen_tokens_per_s"],
-            m["reward_s"],
-            m["train_s"],
-            m["sync_s"],
-            m["step_s"],
-        )
 
-    def _append(self, metrics: dict[str, Any]) -> None:
-        with open(self.metrics_path, "a") as f:
-            f.write(json.dumps(metrics) + "\n")
+    def _emit(self, metrics: dict[str, Any]) -> None:
+        for logger in self.loggers:
+            logger.write(metrics)
+
+    def close(self) -> None:
+        for logger in self.loggers:
+            logger.close()
+        self.loggers = []
 
     def rollouts(self, step: int, groups: Sequence[Group], scored: Sequence[ScoredJob]) -> None:
         """Every rollout of step `step` (1-based), every `trainer.rollout_log_every` steps."""
-        every = self.rollout_log_every
+        every = self.cfg.rollout_log_every
         if every <= 0 or step % every:
             return
         out = self.run_dir / "rollouts" / f"step_{step:06d}.jsonl"
@@ -159,6 +155,8 @@ class RunLog:
         log.info("[done] %d steps; Hugging Face export in %s", step, self.run_dir / "hf")
         from learner.plot import plot_run
 
+        if not self.metrics_path.is_file():  # trainer.loggers without jsonl: nothing to plot
+            return
         try:
             log.info("[done] learning curves in %s", plot_run(self.run_dir))
         except ImportError:  # matplotlib comes with the `test` extra; the run does not need it

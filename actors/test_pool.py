@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +33,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from conf.config import ExecutionConfig
+from conf.progress import Progress
 from reward.execution.runner import Runner, TestJob, TestRun
 
 log = logging.getLogger(__name__)
@@ -126,16 +126,13 @@ class TestPool:
         ray.get(self.actor.ready.remote())
 
     def run(self, jobs: Sequence[TestJob], what: str = "test runs") -> list[TestRun]:
-        """Run every job; results in input order. Logs progress every PROGRESS_INTERVAL_S."""
+        """Run every job; results in input order. Shows progress (conf/progress.py)."""
         refs = [self.actor.run.remote(job) for job in jobs]
-        pending, started, last = list(refs), time.monotonic(), time.monotonic()
-        while pending:
-            _, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
-            if time.monotonic() - last >= PROGRESS_INTERVAL_S or not pending:
-                done, elapsed = len(refs) - len(pending), time.monotonic() - started
-                eta = elapsed / done * len(pending) if done else float("nan")
-                log.info("[tests] %d/%d %s, %.1f/min, eta %.0f s", done, len(refs), what, 60 * done / elapsed, eta)
-                last = time.monotonic()
+        pending = list(refs)
+        with Progress("tests", what, len(refs), every_s=PROGRESS_INTERVAL_S, emit=log.info) as progress:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
+                progress.update(len(ready))
         return list(ray.get(refs))
 
     def stats(self) -> dict[str, float]:

@@ -232,6 +232,14 @@ class TrainerConfig:
     # Seconds any one phase (generate, reward, train, sync) may take before the run stops
     # with an error naming the phase and the actor.
     phase_timeout_s: float = 1800.0
+    # Where each step's metrics line goes, names registered in actors/loggers.py: "console" (one
+    # line per step), "jsonl" (<run_dir>/metrics.jsonl), "tensorboard" (event files in
+    # <run_dir>/tensorboard; pip install -e ".[tensorboard]"), "wandb" (a W&B run named after
+    # run_dir; pip install -e ".[wandb]"; WANDB_MODE=offline needs no network). Resume continues
+    # the same TensorBoard and W&B run.
+    loggers: list[str] = field(default_factory=lambda: ["console", "jsonl"])
+    # The W&B project of the run (with the "wandb" logger).
+    wandb_project: str = "swe-rl"
 
 
 @dataclass
@@ -338,12 +346,25 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
+    _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.
         raise ConfigError(
             f"rollout.num_gpus={cfg.rollout.num_gpus} and learner.num_gpus_per_rank="
             f"{cfg.learner.num_gpus_per_rank}: both > 0 (a GPU run) or both 0 (a CPU run)"
         )
+
+
+def _check_loggers(names: list[str]) -> None:
+    """Known names, each once, their packages installed: refused here, before Ray starts,
+    rather than when the run log opens them after every actor has started."""
+    from actors.loggers import LOGGERS, check_installed
+
+    for name in names:
+        LOGGERS.get(name)  # an unknown name: one line listing the registered ones
+    if len(set(names)) != len(names):
+        raise ConfigError(f"trainer.loggers={names}: a logger is named twice")
+    check_installed(names)
 
 
 def prepare_run_dir(run_dir: str) -> Path:

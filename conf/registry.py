@@ -1,12 +1,12 @@
 """Named plug-ins: the one mechanism behind every `kind`-style config key.
 
-A reward kind, an advantage estimator, a policy loss and a weight transport are each one file
-that registers itself under a name with its package's `Registry`; the config key that picks
-one (`reward.kind`, `learner.advantage`, `learner.loss`, `trainer.weight_transport`) takes its
-accepted values from that registry, so adding a plug-in edits nothing else. veRL's
-`register_adv_est` / `register_policy_loss` are the model: a name registered twice is an
-error (two files silently fighting over a name is a bug), and an unknown name is a one-line
-error that lists the registered ones.
+A reward kind, an advantage estimator, a policy loss, a weight transport and a metrics logger
+are each one class or function that registers itself under a name with its package's
+`Registry`; the config key that picks one (`reward.kind`, `learner.advantage`, `learner.loss`,
+`trainer.weight_transport`, `trainer.loggers`) takes its accepted values from that registry,
+so adding a plug-in edits nothing else. veRL's `register_adv_est` / `register_policy_loss` are
+the model: a name registered twice is an error (two files silently fighting over a name is a
+bug), and an unknown name is a one-line error that lists the registered ones.
 
 Standard library only: the reward package and the config schema import it.
 """

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from conf.errors import UserError
+from conf.progress import Progress
 from data.filters import FilterConfig, new_counts, summary_table
 from data.gitrepo import GitError, Repo, parse_clone
 from data.mining import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
@@ -241,21 +242,6 @@ def iter_outcomes(cfg: BuildConfig, sources: list[dict[str, Any]], workers: int)
             return
 
 
-class _Progress:
-    """One stderr line every few seconds: candidates, kept, rate."""
-
-    def __init__(self, every_s: float = 5.0) -> None:
-        self.start = self.last = time.monotonic()
-        self.every_s = every_s
-
-    def update(self, candidates: int, kept: int, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self.last >= self.every_s:
-            rate = candidates / max(now - self.start, 1e-9)
-            print(f"[build] {candidates} candidates, {kept} kept, {rate:.1f}/s", file=sys.stderr, flush=True)
-            self.last = now
-
-
 def build(cfg: BuildConfig) -> dict[str, Any]:
     """Run the build; return the manifest it wrote."""
     _validate(cfg)
@@ -273,11 +259,12 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     out = prepare_output(cfg.out, cfg.overwrite)
     counts, candidates, started = new_counts(), 0, time.time()
     examples: defaultdict[str, list[str]] = defaultdict(list)
-    progress = _Progress()
     parallel = bool(cfg.workers or cfg.ray_address)
     with (
         ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers,
         ShardWriter(out, cfg.shard_size) as writer,
+        # The number of candidates is known only at the end: a count and a rate, no ETA.
+        Progress("build", "candidates", None, every_s=5.0) as progress,
     ):
         # Digests of kept patches (20 bytes each) for the duplicate rule; None = rule off.
         seen: set[bytes] | None = set() if cfg.filters.dedupe else None
@@ -293,8 +280,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
                 # manifest, naming the PR or row.
                 examples[reason].append(f"{outcome.instance_id}: {detail}")
                 print(f"[build] skipped {outcome.instance_id} ({reason}): {detail}", file=sys.stderr, flush=True)
-            progress.update(candidates, counts["kept"])
-    progress.update(candidates, counts["kept"], force=True)
+            progress.update(1, note=f"{counts['kept']} kept")
     manifest = _manifest(cfg, sources, counts, candidates, writer.shards, started, workers)
     if examples:
         manifest["skip_examples"] = dict(examples)

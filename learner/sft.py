@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from conf.config import TrainConfig
+from conf.progress import Progress
 from data.loader import InstanceLoader
 from data.prompt import oracle_completion
 from learner.batch import TrainSample
@@ -30,18 +31,18 @@ log = logging.getLogger(__name__)
 def warm_start(cfg: TrainConfig, learner: LearnerGroup, tokenizer: Any, run_dir: Path) -> None:
     loader = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed + 1)
     steps = cfg.learner.sft_steps
-    for step in range(1, steps + 1):
-        start = time.perf_counter()
-        samples: list[TrainSample] = []
-        while len(samples) < cfg.learner.sft_batch_size:
-            (item,) = loader.next_batch(1)
-            oracle = oracle_completion(tokenizer, item.instance)
-            if oracle is not None:
-                samples.append(TrainSample(item.prompt_ids, oracle[1], None, 1.0))
-        batches, _ = learner.shard(samples, drop_zero_advantage=False)
-        stats = learner.sft_step(batches) | {"sft_step": step, "sft_s": round(time.perf_counter() - start, 3)}
-        with open(run_dir / "sft_metrics.jsonl", "a") as f:
-            f.write(json.dumps(stats) + "\n")
-        if step % 10 == 0 or step == steps:
-            log.info("[sft %d/%d] loss %.4f (%.1fs)", step, steps, stats["sft_loss"], stats["sft_s"])
+    with Progress("sft", "steps", steps, emit=log.info) as progress:
+        for step in range(1, steps + 1):
+            start = time.perf_counter()
+            samples: list[TrainSample] = []
+            while len(samples) < cfg.learner.sft_batch_size:
+                (item,) = loader.next_batch(1)
+                oracle = oracle_completion(tokenizer, item.instance)
+                if oracle is not None:
+                    samples.append(TrainSample(item.prompt_ids, oracle[1], None, 1.0))
+            batches, _ = learner.shard(samples, drop_zero_advantage=False)
+            stats = learner.sft_step(batches) | {"sft_step": step, "sft_s": round(time.perf_counter() - start, 3)}
+            with open(run_dir / "sft_metrics.jsonl", "a") as f:
+                f.write(json.dumps(stats) + "\n")
+            progress.update(1, note=f"loss {stats['sft_loss']:.4f}")
     learner.reset_optimizer()  # RL starts with fresh moments

@@ -3,6 +3,7 @@ test session serves every test that needs it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 class SmokeRun:
     run_dir: Path
     output: str  # the driver's stdout + stderr
+    loggers: tuple[str, ...] = ("console", "jsonl")  # trainer.loggers of the run
 
     def metrics(self) -> list[dict]:
         return [json.loads(line) for line in (self.run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -30,7 +32,8 @@ class SmokeRun:
 
 def run_train(run_dir: Path, *overrides: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """`python train.py experiment=smoke run_dir=... overrides` in a fresh process, as a user runs it."""
-    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", PYTHONUNBUFFERED="1")
+    # W&B offline: these machines reach no W&B server (a run with the wandb logger writes locally).
+    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", PYTHONUNBUFFERED="1", WANDB_MODE="offline")
     cmd = [sys.executable, str(REPO / "train.py"), "experiment=smoke", f"run_dir={run_dir}", *overrides]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -43,12 +46,16 @@ def train_cli():
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> SmokeRun:
+    """The smoke run also logs to TensorBoard and W&B (offline) where their extras are installed
+    (`make setup` installs them): a few seconds, and no second run for the loggers' tests."""
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
-    proc = run_train(run_dir)
+    extras = (("tensorboard", "tensorboardX"), ("wandb", "wandb"))
+    loggers = ("console", "jsonl", *(name for name, module in extras if importlib.util.find_spec(module)))
+    proc = run_train(run_dir, f"trainer.loggers=[{','.join(loggers)}]")
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
         pytest.fail(f"the smoke run failed (exit {proc.returncode}):\n{output[-6000:]}")
-    return SmokeRun(run_dir, output)
+    return SmokeRun(run_dir, output, loggers)
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,8 @@ def resumed(smoke_run, train_cli, tmp_path_factory):
     # checkpointed leaves that step's line: the step runs again and its new line says so.
     with open(run_dir / "metrics.jsonl", "a") as f:
         f.write(json.dumps({"step": 3, "lost": True}) + "\n")
-    proc = train_cli(run_dir, "trainer.steps=3")
+    # The smoke run's loggers (TensorBoard and W&B where installed): resume continues their runs.
+    proc = train_cli(run_dir, "trainer.steps=3", f"trainer.loggers=[{','.join(smoke_run.loggers)}]")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return run_dir, proc.stdout
 
@@ -60,3 +61,18 @@ def test_a_config_that_cannot_resume_is_refused_by_name(resumed, train_cli):
     proc = train_cli(run_dir, "trainer.steps=4", "group_size=8")
     assert proc.returncode != 0
     assert "group_size: 16 -> 8" in proc.stderr + proc.stdout
+
+
+def test_resume_continues_the_tensorboard_and_wandb_runs(resumed, smoke_run):
+    run_dir, _ = resumed
+    last = {m["step"]: m for m in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())}
+    if "tensorboard" in smoke_run.loggers:
+        from actors.loggers import read_scalars
+
+        # One directory; each step once, step 3 with the value of its last metrics.jsonl line.
+        shown = read_scalars(run_dir / "tensorboard")["timing/step_s"]
+        assert shown == pytest.approx({s: last[s]["step_s"] for s in (1, 2, 3)}, rel=1e-6)
+    if "wandb" in smoke_run.loggers:
+        run_id = (run_dir / "wandb_id").read_text().strip()
+        # Offline, each start writes a directory of its own under the same id (`wandb sync` joins them).
+        assert [p.name.rsplit("-", 1)[1] for p in sorted((run_dir / "wandb").glob("offline-run-*"))] == [run_id] * 2

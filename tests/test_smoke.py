@@ -84,3 +84,26 @@ def test_readme_documents_every_metrics_key_and_no_other(smoke_run, tests_run):
     logged = set().union(*(m.keys() for m in smoke_run.metrics() + tests_run.metrics()))
     assert logged - documented == set(), "logged but not in the README's metrics table"
     assert documented - logged == {"rerun"}, "in the README's metrics table but never logged"
+
+
+def test_tensorboard_shows_the_metrics_jsonl_values(smoke_run):
+    if "tensorboard" not in smoke_run.loggers:
+        pytest.skip('the tensorboard extra is not installed: pip install -e ".[tensorboard]"')
+    from actors.loggers import read_scalars, scalars
+
+    shown = read_scalars(smoke_run.run_dir / "tensorboard")
+    written = {(tag, m["step"]): value for m in smoke_run.metrics() for tag, value in scalars(m).items()}
+    assert {(tag, step) for tag, steps in shown.items() for step in steps} == set(written)
+    assert {"reward/reward_mean", "learner/loss", "timing/train_s", "fleet/queue_depth", "sync/sync_mb_per_s"} <= set(
+        shown
+    )
+    # Event files hold float32.
+    assert {(tag, step): shown[tag][step] for tag, step in written} == pytest.approx(written, rel=1e-6)
+
+
+def test_wandb_wrote_an_offline_run(smoke_run):
+    if "wandb" not in smoke_run.loggers:
+        pytest.skip('the wandb extra is not installed: pip install -e ".[wandb]"')
+    run_id = (smoke_run.run_dir / "wandb_id").read_text().strip()
+    (run,) = (smoke_run.run_dir / "wandb").glob(f"offline-run-*-{run_id}")
+    assert (run / f"run-{run_id}.wandb").stat().st_size > 0
