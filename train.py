@@ -91,8 +91,7 @@ class Trainer:
         self.advantage = ADVANTAGES.get(cfg.learner.advantage)
         self.control = FleetControl.start(self.run_dir.name, cfg.rollout.num_actors)
         self.log = RunLog(self.run_dir, cfg.trainer, config=asdict(cfg))
-        ckpt = self.checkpoints.restore(self.learner, self.loader)
-        self.log.resume(ckpt)
+        self.log.resume(ckpt := self.checkpoints.restore(self.learner, self.loader))
         self.step, self.policy_version = (ckpt.step, int(ckpt.state["policy_version"])) if ckpt else (0, 0)
         log.info("[setup] ready: every actor started; step %d of %d next", self.step + 1, cfg.trainer.steps)
 

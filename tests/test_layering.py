@@ -32,3 +32,10 @@ def test_a_package_imports_nothing_above_it(package):
         if (rel := str(path.relative_to(ROOT)))
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_driver_reads_on_one_screen():
+    """The step loop is the documentation (issue 12): new capabilities go into components and
+    registries, not into train.py."""
+    lines = len((ROOT / "train.py").read_text().splitlines())
+    assert lines <= 200, f"train.py has {lines} lines: move the new logic into a component"
