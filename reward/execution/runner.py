@@ -12,6 +12,12 @@ JUnit XML report; outcomes are read from it (junit.py), never from the log.
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
 
+Test ids are made machine-independent: a test parametrized by a path inside the environment
+(requests' `test_unzipped_paths_unchanged[<site-packages>/pytest/__init__.py]`, pydicom's data
+files) has the environment's directory in its id, which depends on `cache_dir` and the node;
+that prefix reads `{env}`, the interpreter's `{python}` (stable_ids), so labels made by
+data.validate on one machine match runs on any other.
+
 Statuses, each a counted reason for the callers: "ok" (the report was read), "patch_failed",
 "env_failed" (the environment could not be built), "no_interpreter", "no_snapshot",
 "timeout" (the wall-clock limit), "killed" (output or memory limit), "no_report" (pytest ended
@@ -63,6 +69,21 @@ def test_files(test_patch: str | None) -> list[str]:
     if not test_patch:
         return []
     return sorted({fp.new_path for fp in parse_patch(test_patch) if fp.new_path and fp.new_path.endswith(".py")})
+
+
+ENV_MARKS = ("{env}", "{python}")  # what the environment's and the interpreter's prefixes read as in test ids
+
+
+def stable_ids(by_id: dict[str, str], prefixes: tuple[str, ...]) -> dict[str, str]:
+    """Test ids with the environment's prefixes (Environment.ro_paths: its own directory, then
+    the interpreter's) replaced by ENV_MARKS: the same test has the same id on every node."""
+    marks = sorted(zip(prefixes, ENV_MARKS, strict=False), key=lambda pm: -len(pm[0]))
+    out = {}
+    for test_id, value in by_id.items():
+        for prefix, mark in marks:
+            test_id = test_id.replace(prefix.rstrip("/"), mark)
+        out[test_id] = value
+    return out
 
 
 def resolved(instance: Instance, outcomes: dict[str, str]) -> bool | None:
@@ -141,8 +162,8 @@ class Runner:
                 log=log,
                 env_build_s=env.built_s,
             )
-        outcomes = junit.outcomes(result.files["junit.xml"])
-        why = junit.failures(result.files["junit.xml"])
+        outcomes = stable_ids(junit.outcomes(result.files["junit.xml"]), env.ro_paths)
+        why = stable_ids(junit.failures(result.files["junit.xml"]), env.ro_paths)
         return TestRun(
             job.job_id, inst.instance_id, "ok", outcomes, resolved(inst, outcomes), None, seconds, env.built_s, log, why
         )

@@ -134,6 +134,25 @@ def test_the_own_distribution_loses_its_code_and_keeps_its_metadata(tmp_path):
     assert dist.version == "1.2" and [e.value for e in dist.entry_points] == ["widget.core"]
 
 
+def test_test_ids_name_the_environment_the_same_way_on_every_node():
+    """requests parametrizes a test by pytest's own path in site-packages: labels made with one
+    cache_dir must match runs with another."""
+    from reward.execution.runner import stable_ids
+
+    test = "tests/test_utils.py::TestExtractZippedPaths::test_unzipped_paths_unchanged[{}]"
+    site = "lib/python3.10/site-packages/pytest/__init__.py"
+    ids = [
+        stable_ids(
+            {test.format(f"{root}/envs/3527006ba9151a3d/{site}"): "passed"}, (f"{root}/envs/3527006ba9151a3d", "/usr")
+        )
+        for root in ("/tmp/rr/cache", "/data/cache")
+    ]
+    assert ids[0] == ids[1] == {test.format(f"{{env}}/{site}"): "passed"}
+    # The interpreter's prefix too, the longer prefix first; ids without them are untouched.
+    got = stable_ids({"t[/opt/py/lib/a.py]": "failed", "t[x]": "passed"}, ("/opt/py/venv", "/opt/py"))
+    assert got == {"t[{python}/lib/a.py]": "failed", "t[x]": "passed"}
+
+
 def test_derive_spec_of_a_tree_without_a_project_installs_nothing(tmp_path, here):
     spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None)
     assert (spec.install, spec.requirements, spec.exclude_newer, spec.python) == ("none", ("pytest",), None, "3.9")
