@@ -375,7 +375,7 @@ def convert(cfg: ArchiveConfig) -> Counter[str]:
     check_output(cfg.out, files, what="--out")
     from data.build import read_excluded_repos  # the same file formats as --exclude-repos
 
-    repos = read_excluded_repos((cfg.repos,)) if cfg.repos else None
+    repos = read_excluded_repos((cfg.repos,), flag="--repos") if cfg.repos else None
     started = time.monotonic()
 
     def progress(done: int) -> None:

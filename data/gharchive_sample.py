@@ -181,9 +181,9 @@ def generate(
         while len(events) < events_per_hour:
             events.append(noise_event(rng, rng.choice(names), start + timedelta(seconds=rng.randrange(3600))))
         events.sort(key=lambda e: e["created_at"])  # stable: a story's same-second events keep their order
-        with gzip.open(out / f"{start:%Y-%m-%d}-{hour}.json.gz", "wt", encoding="utf-8") as f:
-            for e in events:
-                f.write(json.dumps(e) + "\n")
+        text = "".join(json.dumps(e) + "\n" for e in events)
+        # mtime=0: gzip's header would otherwise stamp the time, and the same seed must give the same bytes.
+        (out / f"{start:%Y-%m-%d}-{hour}.json.gz").write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
         total += len(events)
     return Expected(events=total, merged_prs=merged_prs, resolved_issues=merged_prs)
 

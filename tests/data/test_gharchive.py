@@ -165,6 +165,10 @@ def test_bad_input_stops_with_one_line_naming_the_file_and_leaves_no_output(
     _write(tmp_path / "b.json.gz", [bad_event])
     with pytest.raises(InputError, match=r"b\.json\.gz: line 1: payload\.pull_request: missing field 'number'"):
         gha.convert(gha.ArchiveConfig(inputs=(str(good), str(tmp_path / "b.json.gz")), out=str(out)))
+    repos = tmp_path / "repos.txt"
+    repos.write_text("octo/widget\nnot a repository\n")
+    with pytest.raises(InputError, match=r"repos\.txt: line 2: expected a repository as owner/name.*\(--repos\)"):
+        gha.convert(gha.ArchiveConfig(inputs=(str(good),), out=str(out), repos=str(repos)))
     with pytest.raises(InputError, match=r"nothing/\*\.json\.gz: no such file"):
         gha.convert(gha.ArchiveConfig(inputs=(str(tmp_path / "nothing/*.json.gz"),), out=str(out)))
     assert not out.exists()
