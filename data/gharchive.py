@@ -317,8 +317,8 @@ def run_on_ray(
     files: list[str], repos: frozenset[str] | None, discussion: bool, partitions: int
 ) -> Iterator[dict[str, str]]:
     """Stages 1 and 2 as a streaming Ray Data pipeline: one read task per file (the files must
-    be at the same path on every node: a shared file system), a hash shuffle on the key into
-    `partitions` (Ray Data's default, 200, costs seconds of tasks on a small input)."""
+    be at the same path on every node: a shared file system), a sort-based shuffle on the key
+    into `partitions` (Ray Data's default, 200, costs seconds of tasks on a small input)."""
     import ray.data
     from ray.data.context import ShuffleStrategy
 
@@ -406,7 +406,9 @@ def parse_args(argv: list[str] | None = None) -> ArchiveConfig:
     ap.add_argument("--input", action="append", required=True, help="GH Archive file, directory or glob (repeatable)")
     ap.add_argument("--out", required=True, help="issue dump to write (.jsonl, or .jsonl.gz to gzip it)")
     ap.add_argument(
-        "--repos", default=d.repos, help="keep only these repositories: owner/name lines or a SWE-bench file"
+        "--repos",
+        default=d.repos,
+        help="keep only these repositories: owner/name lines or a SWE-bench file (default: all)",
     )
     ap.add_argument(
         "--discussion",
