@@ -323,7 +323,7 @@ def run_on_ray(
     from ray.data.context import ShuffleStrategy
 
     # The sort-based shuffle: on 2 CPUs it ran the whole pipeline in 13.5 s where 2.60's
-    # default hash shuffle took 25 s (400k events; its aggregator actors hold CPUs of their own).
+    # default hash shuffle took 25 s (400k generated events; docs/benchmarks.md).
     ray.data.DataContext.get_current().shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
     ds = ray.data.from_items([{"path": f} for f in files], override_num_blocks=len(files))
     ds = ds.flat_map(_facts_of_row, fn_kwargs={"repos": repos})
