@@ -116,13 +116,14 @@ def _ids_of_records(path: Path) -> Iterator[str]:
 _REPO_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
-def read_excluded_repos(paths: tuple[str, ...]) -> frozenset[str]:
-    """Repositories to exclude, lower case, from the files `paths` (see BuildConfig.exclude_repos)."""
+def read_excluded_repos(paths: tuple[str, ...], flag: str = "--exclude-repos") -> frozenset[str]:
+    """Repositories to exclude, lower case, from the files `paths` (see BuildConfig.exclude_repos);
+    errors name `flag`, the switch that gave the files (data.gharchive's --repos reads them too)."""
     repos: set[str] = set()
     for path in paths:
         p = Path(path)
         if not p.is_file():
-            raise InputError(f"{p}: no such file (--exclude-repos)")
+            raise InputError(f"{p}: no such file ({flag})")
         if p.suffix in (".parquet", ".json", ".jsonl", ".gz"):
             entries = ((where, rec.get("repo") if isinstance(rec, dict) else None) for where, rec in iter_records(p))
         else:
@@ -130,7 +131,7 @@ def read_excluded_repos(paths: tuple[str, ...]) -> frozenset[str]:
             entries = ((f"{p}: line {n}", ln.strip()) for n, ln in lines if ln.strip() and not ln.startswith("#"))
         for where, repo in entries:
             if not (isinstance(repo, str) and _REPO_RE.fullmatch(repo)):
-                raise InputError(f"{where}: expected a repository as owner/name, got {repo!r} (--exclude-repos)")
+                raise InputError(f"{where}: expected a repository as owner/name, got {repo!r} ({flag})")
             repos.add(repo.lower())
     return frozenset(repos)
 
