@@ -80,9 +80,7 @@ class Trainer:
         rows = cfg.trainer.prompts_per_step * cfg.group_size
         micro_batches = nominal_micro_batches(rows, cfg.learner.num_ranks, cfg.learner.micro_batch_size)
         pad_id = self.tokenizer.pad_token_id
-        self.learner = LearnerGroup(
-            cfg.learner, run, temperature=cfg.rollout.temperature, micro_batches=micro_batches, pad_id=pad_id
-        )
+        self.learner = LearnerGroup(cfg.learner, run, rollout=cfg.rollout, micro_batches=micro_batches, pad_id=pad_id)
         self.weights = WeightSync(self.learner, cfg)
         self.fleet = RolloutFleet(cfg.rollout, run, catch_up=self.weights.catch_up)
         self.rewards = RewardPool(cfg.reward)

@@ -172,7 +172,8 @@ class LearnerConfig:
     clip_eps: float = 0.2
     # Weight of the k3 KL(policy || reference) penalty; 0 = no reference model is loaded.
     kl_coef: float = 0.0
-    # "seq_mean_token_mean" (GRPO paper) or "token_mean" (DAPO); see learner/grpo.py.
+    # "seq_mean_token_mean" (GRPO paper), "token_mean" (DAPO) or "seq_mean_token_sum_norm" (Dr. GRPO:
+    # token sums / rollout.max_new_tokens, a constant); see learner/grpo.py.
     aggregation: str = "seq_mean_token_mean"
     # Advantage estimator, a name registered in learner/advantages.py: "grpo" (the paper's:
     # group-normalised), "dr_grpo" (centred, no std division), "rloo" (leave-one-out baseline).
@@ -280,7 +281,7 @@ class TrainConfig:
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "model.dtype": ("float32", "bfloat16"),
     "learner.zero_stage": (1, 2, 3),
-    "learner.aggregation": ("seq_mean_token_mean", "token_mean"),
+    "learner.aggregation": ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"),
     "trainer.mode": ("sync", "async"),
 }
 

@@ -21,7 +21,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from conf import device as devices
-from conf.config import LearnerConfig
+from conf.config import LearnerConfig, RolloutConfig
 from conf.errors import UserError
 from conf.logs import actor_env
 from conf.runtime import Runtime
@@ -59,10 +59,11 @@ def reserve(bundles: list[dict[str, float]], strategy: str, what: str, timeout_s
 
 class LearnerGroup:
     def __init__(
-        self, cfg: LearnerConfig, run: Runtime, *, temperature: float, micro_batches: int, pad_id: int = 0
+        self, cfg: LearnerConfig, run: Runtime, *, rollout: RolloutConfig, micro_batches: int, pad_id: int = 0
     ) -> None:
-        """`micro_batches`: DeepSpeed's nominal accumulation steps per update; `temperature`: the
-        sampling temperature the logprobs are taken at; `pad_id`: the tokenizer's padding id."""
+        """`micro_batches`: DeepSpeed's nominal accumulation steps per update; `rollout`: the
+        sampling the samples came from (its temperature is the one the logprobs are taken at, its
+        max_new_tokens the constant of seq_mean_token_sum_norm); `pad_id`: the tokenizer's padding id."""
         self.cfg, self.timeout_s, self.pad_id = cfg, run.timeout_s, pad_id
         self.pg = reserve(
             bundles_for(cfg.num_ranks, cfg.num_cpus_per_rank, cfg.num_gpus_per_rank),
@@ -84,7 +85,8 @@ class LearnerGroup:
             ).remote(
                 cfg,
                 run,
-                temperature=temperature,
+                temperature=rollout.temperature,
+                max_new_tokens=rollout.max_new_tokens,
                 rank=rank,
                 world_size=cfg.num_ranks,
                 micro_batches=micro_batches,

@@ -3,7 +3,8 @@
 A loss maps one micro-batch's per-token logprobs under the current policy, the behaviour
 policy's (the engine's) and optionally the reference model's, the per-sample advantages and
 the completion mask to (loss, stats): the loss already normalised by the whole step's
-`num_seqs` / `num_tokens` (so that micro-batches and ranks sum to the step's loss), the stats
+`num_seqs` / `num_tokens` or by the constant `max_new_tokens` (so that micro-batches and ranks
+sum to the step's loss), the stats
 detached sums over this micro-batch (clip_frac, approx_kl_old, ratio_mean, kl_ref, num_tokens).
 The learner rank calls it once per micro-batch and backpropagates the loss.
 
@@ -36,6 +37,7 @@ class PolicyLoss(Protocol):
         cfg: LearnerConfig,
         num_seqs: float,
         num_tokens: float,
+        max_new_tokens: int,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 
 
@@ -53,6 +55,7 @@ def ppo_token_loss(
     cfg: LearnerConfig,
     num_seqs: float,
     num_tokens: float,
+    max_new_tokens: int,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """[B, T] logprobs (all three), [B] advantages, [B, T] mask -> GRPO's clipped loss."""
     return grpo.policy_loss(
@@ -66,4 +69,6 @@ def ppo_token_loss(
         aggregation=cfg.aggregation,
         num_seqs=num_seqs,
         num_tokens=num_tokens,
+        # Dr. GRPO's constant: the generation limit (used by seq_mean_token_sum_norm only).
+        norm_tokens=float(max_new_tokens),
     )

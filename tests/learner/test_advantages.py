@@ -51,7 +51,7 @@ def test_ppo_token_is_the_grpo_policy_loss():
     lp, old = torch.randn(3, 5, generator=g), torch.randn(3, 5, generator=g)
     adv, mask = torch.randn(3, generator=g), (torch.rand(3, 5, generator=g) > 0.3).float()
     cfg = LearnerConfig(clip_eps=0.2, aggregation="token_mean")
-    got, _ = LOSSES.get("ppo_token")(lp, old, None, adv, mask, cfg=cfg, num_seqs=3.0, num_tokens=10.0)
+    got, _ = LOSSES.get("ppo_token")(lp, old, None, adv, mask, cfg=cfg, num_seqs=3.0, num_tokens=10.0, max_new_tokens=8)
     want, _ = grpo.policy_loss(
         lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean", num_seqs=3.0, num_tokens=10.0
     )
