@@ -179,7 +179,8 @@ class LearnerConfig:
     # group-normalised), "dr_grpo" (centred, no std division), "rloo" (leave-one-out baseline).
     advantage: str = "grpo"
     # Policy loss, a name registered in learner/losses.py: "ppo_token" (GRPO's clipped ratio
-    # per token, with the KL term and the aggregation above).
+    # per token, with the KL term and the aggregation above) or "gspo" (GSPO: one length-normalised
+    # ratio per sequence, clipped per sequence, mean over sequences; the aggregation is not used).
     loss: str = "ppo_token"
     # Added to the group std before dividing (advantage "grpo").
     adv_eps: float = 1.0e-6
