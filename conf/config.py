@@ -168,8 +168,13 @@ class LearnerConfig:
     # (gradient accumulation covers the whole batch, as in the paper). Activation memory grows
     # with it: ~2 GiB per 1k-token sequence for a 135M model in float32 without checkpointing.
     micro_batch_size: int = 1
-    # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps).
+    # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps); the default of the two
+    # ranges below.
     clip_eps: float = 0.2
+    # Lower clip range, clip(rho, 1 - clip_eps_low, ...) (DAPO's eps_low); null = clip_eps.
+    clip_eps_low: float | None = None
+    # Upper clip range, clip(rho, ..., 1 + clip_eps_high) (DAPO's clip-higher: 0.28); null = clip_eps.
+    clip_eps_high: float | None = None
     # Weight of the k3 KL(policy || reference) penalty; 0 = no reference model is loaded.
     kl_coef: float = 0.0
     # "seq_mean_token_mean" (GRPO paper), "token_mean" (DAPO) or "seq_mean_token_sum_norm" (Dr. GRPO:
@@ -305,6 +310,17 @@ def _get(cfg: TrainConfig, dotted: str) -> Any:
     return value
 
 
+def _check_clip_ranges(learner: LearnerConfig) -> None:
+    # A lower range >= 1 would let the clipped ratio reach 0 or below, where the clip means nothing.
+    for key, value, top in (
+        ("clip_eps_low", learner.clip_eps_low, 1.0),
+        ("clip_eps_high", learner.clip_eps_high, None),
+    ):
+        if value is not None and (value <= 0 or (top is not None and value >= top)):
+            bound = f"in (0, {top})" if top is not None else "> 0"
+            raise ConfigError(f"learner.{key}={value!r}: must be {bound} (or null = learner.clip_eps)")
+
+
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
     for key, allowed in (_CHOICES | _registered()).items():
@@ -348,6 +364,7 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
+    _check_clip_ranges(cfg.learner)
     _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.

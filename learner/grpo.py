@@ -8,11 +8,15 @@ What this computes, and where it departs from the papers:
   rewards are all equal gets exactly 0 (not 0/eps noise) and is counted as zero-signal.
 - Loss per completion token t (PPO-clip, Schulman et al. 2017, with GRPO's KL term):
       rho_t = exp(logprobs_t - logprobs_old_t)
-      l_t   = -min(rho_t * A, clip(rho_t, 1 - clip_eps, 1 + clip_eps) * A) + kl_coef * k3_t
+      l_t   = -min(rho_t * A, clip(rho_t, 1 - clip_eps_low, 1 + clip_eps_high) * A) + kl_coef * k3_t
       k3_t  = exp(ref_t - logprobs_t) - (ref_t - logprobs_t) - 1   (Schulman's k3 estimator of
               KL(policy || ref): unbiased, always >= 0)
   `logprobs_old` are the behaviour policy's: the engine's, returned with each sample. No dual
-  clip, no entropy bonus.
+  clip, no entropy bonus. clip_eps_low and clip_eps_high are each clip_eps unless set
+  (`clip_bounds`): DAPO's "clip-higher" (Yu et al. 2025) raises only the upper one (0.28 against
+  0.2) so that a low-probability token with A > 0 can grow further before its gradient stops,
+  which keeps the policy's entropy from collapsing; the lower one stays, as lowering a token's
+  probability to 0 is what the lower clip guards against.
 - Aggregation over tokens (the length bias each has):
   "seq_mean_token_mean" (GRPO paper): mean over sequences of each sequence's token mean. Every
       sequence weighs the same, so a token of a long answer weighs less than a token of a short
@@ -66,6 +70,13 @@ def zero_signal_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     return grouped.max(dim=1).values == grouped.min(dim=1).values
 
 
+def clip_bounds(clip_eps: float, clip_eps_low: float | None, clip_eps_high: float | None) -> tuple[float, float]:
+    """(1 - low, 1 + high): the ratio's clip interval, each range clip_eps unless set (DAPO)."""
+    low = clip_eps if clip_eps_low is None else clip_eps_low
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+    return 1.0 - low, 1.0 + high
+
+
 def policy_loss(
     logprobs: torch.Tensor,
     logprobs_old: torch.Tensor,
@@ -76,6 +87,8 @@ def policy_loss(
     clip_eps: float,
     kl_coef: float,
     aggregation: str,
+    clip_eps_low: float | None = None,
+    clip_eps_high: float | None = None,
     num_seqs: float | None = None,
     num_tokens: float | None = None,
     norm_tokens: float | None = None,
@@ -86,6 +99,7 @@ def policy_loss(
     float, 1 = completion token). `num_seqs` (the seq_mean_* aggregations) or `num_tokens`
     (token_mean): the whole step's normaliser when this is one micro-batch of it; None = this
     batch's own. `norm_tokens`: the constant of seq_mean_token_sum_norm (required by it).
+    `clip_eps_low` / `clip_eps_high`: DAPO's asymmetric ranges; None = clip_eps.
     Returns (loss, stats); stats are detached sums/means over this batch's masked tokens.
     """
     if aggregation not in AGGREGATIONS:
@@ -98,7 +112,7 @@ def policy_loss(
     adv = advantages[:, None] if advantages.ndim == 1 else advantages  # [B, 1] or [B, T]
     log_ratio = logprobs - logprobs_old
     ratio = torch.exp(log_ratio)  # [B, T]
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    clipped = torch.clamp(ratio, *clip_bounds(clip_eps, clip_eps_low, clip_eps_high))
     per_token = -torch.minimum(ratio * adv, clipped * adv)  # [B, T]
     kl = None
     if logprobs_ref is not None:

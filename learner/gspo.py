@@ -10,7 +10,7 @@ Pure torch. Where it departs from GRPO's per-token loss (learner/grpo.py):
   so that one clip range fits short and long answers alike (a product of token ratios would
   explode with length).
 - Loss of sequence i (PPO-clip at the sequence level, plus GRPO's k3 KL when kl_coef > 0):
-      l_i = -min(s_i * A_i, clip(s_i, 1 - clip_eps, 1 + clip_eps) * A_i) + kl_coef * KL_i
+      l_i = -min(s_i * A_i, clip(s_i, 1 - clip_eps_low, 1 + clip_eps_high) * A_i) + kl_coef * KL_i
       KL_i = (1/|y_i|) * sum_t k3_t     (k3_t as in learner/grpo.py; the paper has no KL term)
   The gradient flows through the length-normalised log-ratio: when s_i is not clipped,
       d l_i / d logprobs_t = -A_i * s_i / |y_i|   for each of the sequence's tokens,
@@ -20,12 +20,15 @@ Pure torch. Where it departs from GRPO's per-token loss (learner/grpo.py):
   (so micro-batches and ranks sum to the step's loss). `learner.aggregation` is not used: the
   loss is per sequence by construction.
 - Clip range: s_i moves far less than a token ratio, so the paper clips tightly (3e-4 below and
-  4e-4 above in its experiments); with the default clip_eps=0.2 the clip rarely bites.
+  4e-4 above in its experiments: clip_eps_low=3e-4 clip_eps_high=4e-4); with the default
+  clip_eps=0.2 the clip rarely bites. Each range is clip_eps unless set (grpo.clip_bounds).
 """
 
 from __future__ import annotations
 
 import torch
+
+from learner import grpo
 
 
 def policy_loss(
@@ -38,12 +41,15 @@ def policy_loss(
     clip_eps: float,
     kl_coef: float,
     num_seqs: float | None = None,
+    clip_eps_low: float | None = None,
+    clip_eps_high: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GSPO's loss over sequences.
 
     logprobs, logprobs_old, logprobs_ref: [B, T]; advantages: [B]; mask: [B, T] (1 = completion
     token). `num_seqs`: the whole step's sequences with >= 1 completion token when this is one
-    micro-batch of it; None = this batch's own. Returns (loss, stats); the stats are per-token
+    micro-batch of it; None = this batch's own. `clip_eps_low` / `clip_eps_high`: None =
+    clip_eps. Returns (loss, stats); the stats are per-token
     means over this batch's masked tokens (a sequence's ratio and clip counted once per token),
     as the learner weighs every loss's stats by tokens.
     """
@@ -57,7 +63,7 @@ def policy_loss(
     lengths = tokens_per_seq.clamp(min=1.0)
     log_ratio = (logprobs - logprobs_old) * mask  # [B, T]
     ratio = torch.exp(log_ratio.sum(dim=1) / lengths)  # [B], s_i
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    clipped = torch.clamp(ratio, *grpo.clip_bounds(clip_eps, clip_eps_low, clip_eps_high))
     per_seq = -torch.minimum(ratio * advantages, clipped * advantages)  # [B]
     kl = None
     if logprobs_ref is not None:

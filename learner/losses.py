@@ -69,6 +69,8 @@ def ppo_token_loss(
         advantages,
         mask,
         clip_eps=cfg.clip_eps,
+        clip_eps_low=cfg.clip_eps_low,
+        clip_eps_high=cfg.clip_eps_high,
         kl_coef=cfg.kl_coef,
         aggregation=cfg.aggregation,
         num_seqs=num_seqs,
@@ -99,6 +101,8 @@ def gspo_loss(
         advantages,
         mask,
         clip_eps=cfg.clip_eps,
+        clip_eps_low=cfg.clip_eps_low,
+        clip_eps_high=cfg.clip_eps_high,
         kl_coef=cfg.kl_coef,
         num_seqs=num_seqs,
     )

@@ -106,6 +106,50 @@ def test_policy_loss_seq_mean_token_sum_norm_by_hand():
     assert lp.grad[1, 2] == 0  # masked
 
 
+def test_asymmetric_clip_by_hand():
+    lp, old, ref, adv, mask = _inputs()
+    # Unset ranges are clip_eps: the symmetric loss, bit for bit (backward compatibility).
+    sym, _ = grpo.policy_loss(lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean")
+    same, _ = grpo.policy_loss(
+        lp,
+        old,
+        ref,
+        adv,
+        mask,
+        clip_eps=0.3,
+        kl_coef=0.0,
+        aggregation="token_mean",
+        clip_eps_low=0.2,
+        clip_eps_high=0.2,
+    )
+    assert torch.equal(sym, same)
+    # clip-higher 0.7: token (0, 1)'s rho = e^0.5 = 1.649 < 1.7 is no longer clipped; the other
+    # tokens do not change (row 1's rho = e^0.8 has A < 0, where only the lower range can bite).
+    loss, stats = grpo.policy_loss(
+        lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean", clip_eps_high=0.7
+    )
+    l, _ = _by_hand_token_losses(0.2, 0.0)
+    assert loss.item() == pytest.approx((l[0][0] - math.exp(0.5) + l[0][2] + l[1][0] + l[1][1]) / 5, rel=1e-12)
+    assert stats["clip_frac"].item() == 0.0
+    # A lower range bites where A < 0: clip_eps_low 0.1 on ratios 0.5 and 0.95 with A = -1.
+    lp1 = torch.log(torch.tensor([[0.5, 0.95]], dtype=torch.float64))
+    zero = torch.zeros_like(lp1)
+    low, stats = grpo.policy_loss(
+        lp1,
+        zero,
+        None,
+        torch.tensor([-1.0], dtype=torch.float64),
+        torch.ones_like(lp1),
+        clip_eps=0.3,
+        kl_coef=0.0,
+        aggregation="seq_mean_token_mean",
+        clip_eps_low=0.1,
+    )
+    # -min(-0.5, -0.9) = 0.9 (clipped at 1 - 0.1); -min(-0.95, -0.95) = 0.95.
+    assert low.item() == pytest.approx((0.9 + 0.95) / 2, rel=1e-12)
+    assert stats["clip_frac"].item() == pytest.approx(1 / 2)
+
+
 def test_policy_loss_gradient_matches_autograd_reference():
     lp, old, ref, adv, mask = _inputs()
     lp = lp.clone().requires_grad_(True)

@@ -52,6 +52,24 @@ def test_wider_clip_and_the_kl_term_by_hand():
     assert stats["clip_frac"].item() == 0.0
 
 
+def test_asymmetric_clip_by_hand():
+    lp, old, ref, adv, mask = _inputs()
+    # Upper range 0.25: row 0's s = e^0.2 = 1.221 < 1.25 is no longer clipped; row 1 (A < 0) is
+    # unclipped either way. Lower range 0.3: row 1 would clip below 0.7 only, and s > 1.
+    loss, stats = gspo.policy_loss(lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, clip_eps_high=0.25)
+    assert loss.item() == pytest.approx((-math.exp(0.2) + 2 * math.exp(0.4)) / 2, rel=1e-12)
+    assert stats["clip_frac"].item() == 0.0
+    # Flip row 1's ratio below 1 (s = e^-0.4 = 0.670) with A = -2: clip_eps_low 0.2 bites at 0.8,
+    # l = -min(-2 s, -1.6) = 1.6; clip_eps_low 0.4 does not (0.6 < s): l = 2 e^-0.4.
+    flipped = old.clone()
+    flipped[1, :2] = lp[1, :2] + torch.tensor([0.0, 0.8], dtype=torch.float64)
+    for low, row1 in ((0.2, 1.6), (0.4, 2 * math.exp(-0.4))):
+        loss, _ = gspo.policy_loss(
+            lp, flipped, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, clip_eps_low=low, clip_eps_high=0.25
+        )
+        assert loss.item() == pytest.approx((-math.exp(0.2) + row1) / 2, rel=1e-12)
+
+
 def test_micro_batches_sum_to_the_full_batch_gradient():
     torch.manual_seed(0)
     b, t = 6, 5
