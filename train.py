@@ -33,7 +33,7 @@ from ray.exceptions import RayActorError
 from actors.cluster import check_fits, init_ray, resource_demands, starts_local
 from actors.control import FleetControl
 from actors.fleet import RolloutFleet
-from actors.generation import Rollouts, train_samples
+from actors.generation import Rollouts, overlong_penalty, train_samples
 from actors.phases import PhaseTimeout, PhaseTimer
 from actors.reaper import scoped_tmp
 from actors.reward_pool import RewardPool
@@ -122,7 +122,8 @@ class Trainer:
             scored = self.rewards.score_groups(groups)
             rewards = torch.tensor([s.result.reward for s in scored], dtype=torch.float64)  # [prompts * group_size]
         with timer("advantages"):
-            samples = train_samples(groups, self.advantage(rewards, cfg.group_size, cfg.learner).tolist())
+            penalty = overlong_penalty(groups, cfg)  # [prompts * group_size], 0 unless learner.overlong=soft
+            samples = train_samples(groups, self.advantage(rewards + penalty, cfg.group_size, cfg.learner).tolist())
         probe = samples[0].prompt_ids + samples[0].completion_ids
         check = SyncCheck(self.learner, self.fleet, probe) if cfg.trainer.verify_sync else None
         with timer("train"):
@@ -147,6 +148,7 @@ class Trainer:
             "prompts_too_long": self.loader.stats.dropped_too_long,
             "step_s": timer.total(),
             "stale_dropped": dropped,
+            "overlong_penalty_mean": float(penalty.mean()),
         }
 
     def scale_fleet(self) -> None:

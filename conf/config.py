@@ -187,6 +187,12 @@ class LearnerConfig:
     # per token, with the KL term and the aggregation above) or "gspo" (GSPO: one length-normalised
     # ratio per sequence, clipped per sequence, mean over sequences; the aggregation is not used).
     loss: str = "ppo_token"
+    # DAPO's overlong handling of samples cut at rollout.max_new_tokens (learner/overlong.py): "none"
+    # (the paper's), "filter" (left out of the update) or "soft" (a length penalty on the reward).
+    overlong: str = "none"
+    # "soft": the penalty ramps from 0 to -1 over this many tokens before rollout.max_new_tokens
+    # (DAPO: 4096 of 20480, a fifth; a quarter of the default limit here).
+    overlong_buffer: int = 128
     # Added to the group std before dividing (advantage "grpo").
     adv_eps: float = 1.0e-6
     # Supervised warm-start steps on the oracle answers before RL (0 = none).
@@ -288,6 +294,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "model.dtype": ("float32", "bfloat16"),
     "learner.zero_stage": (1, 2, 3),
     "learner.aggregation": ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"),
+    "learner.overlong": ("none", "filter", "soft"),
     "trainer.mode": ("sync", "async"),
 }
 
@@ -365,6 +372,11 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
     _check_clip_ranges(cfg.learner)
+    if cfg.learner.overlong == "soft" and not 1 <= cfg.learner.overlong_buffer <= cfg.rollout.max_new_tokens:
+        raise ConfigError(
+            f"learner.overlong_buffer={cfg.learner.overlong_buffer}: must be in [1, rollout.max_new_tokens="
+            f"{cfg.rollout.max_new_tokens}] with learner.overlong=soft"
+        )
     _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.

@@ -27,6 +27,7 @@ from conf.logs import actor_env
 from conf.runtime import Runtime
 from learner.batch import RankBatch, TrainSample, shard
 from learner.losses import LOSSES
+from learner.overlong import keep_untruncated
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
 from learner.worker import LearnerWorker
@@ -118,10 +119,12 @@ class LearnerGroup:
     def train(self, samples: Sequence[TrainSample], wait: Wait | None = None) -> dict[str, float]:
         """One policy update over the step's samples (every rank, one optimizer step). Rows whose
         advantage is 0 are not sent through the model when that is exact (no KL term). Returns
-        the loss statistics and the padding statistics."""
-        batches, pad_stats = self.shard(samples, drop_zero_advantage=self.cfg.kl_coef == 0)
+        the loss statistics and the padding statistics. With `learner.overlong=filter` the
+        samples cut at the generation limit are left out (learner/overlong.py)."""
+        kept = keep_untruncated(samples) if self.cfg.overlong == "filter" else list(samples)
+        batches, pad_stats = self.shard(kept, drop_zero_advantage=self.cfg.kl_coef == 0)
         refs = [w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)]
-        return combine_stats((wait or self._get)(refs)) | pad_stats
+        return combine_stats((wait or self._get)(refs)) | pad_stats | {"overlong_filtered": len(samples) - len(kept)}
 
     def train_step(self, batches: list[RankBatch]) -> dict[str, float]:
         """One update on already sharded batches; returns the step's loss and token-weighted
