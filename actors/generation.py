@@ -82,12 +82,16 @@ def train_samples(groups: Sequence[Group], advantages: Sequence[float]) -> list[
 
 def overlong_penalty(groups: Sequence[Group], cfg: TrainConfig) -> torch.Tensor:
     """[prompts * group_size] DAPO's soft overlong penalty of each completion, in group order, to
-    add to the rewards (learner/overlong.py); zeros unless `learner.overlong=soft`. Oracle answers
-    are judged by the same length rule: they are compared with the policy's in their group."""
-    lengths = torch.tensor([len(c.token_ids) for g in groups for c in g.completions])
+    add to the rewards (learner/overlong.py); zeros unless `learner.overlong=soft`. Injected
+    oracle answers get none: they were not generated under the limit (one may exceed it), and the
+    penalty is there to teach the policy to finish its own answers in time."""
+    completions = [c for g in groups for c in g.completions]
+    lengths = torch.tensor([len(c.token_ids) for c in completions])
     if cfg.learner.overlong != "soft":
         return torch.zeros(lengths.shape, dtype=torch.float64)
-    return length_penalty(lengths, max_new_tokens=cfg.rollout.max_new_tokens, buffer=cfg.learner.overlong_buffer)
+    penalty = length_penalty(lengths, max_new_tokens=cfg.rollout.max_new_tokens, buffer=cfg.learner.overlong_buffer)
+    oracle = torch.tensor([c.finish_reason == "oracle" for c in completions])
+    return torch.where(oracle, 0.0, penalty)
 
 
 class Rollouts:

@@ -15,8 +15,8 @@ What this computes, and where it departs from the papers:
   clip, no entropy bonus. clip_eps_low and clip_eps_high are each clip_eps unless set
   (`clip_bounds`): DAPO's "clip-higher" (Yu et al. 2025) raises only the upper one (0.28 against
   0.2) so that a low-probability token with A > 0 can grow further before its gradient stops,
-  which keeps the policy's entropy from collapsing; the lower one stays, as lowering a token's
-  probability to 0 is what the lower clip guards against.
+  which keeps the policy's entropy from collapsing; the lower one stays, since widening it would
+  let an update push unlikely tokens' probabilities towards 0 and shrink what can be sampled.
 - Aggregation over tokens (the length bias each has):
   "seq_mean_token_mean" (GRPO paper): mean over sequences of each sequence's token mean. Every
       sequence weighs the same, so a token of a long answer weighs less than a token of a short

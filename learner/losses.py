@@ -4,8 +4,8 @@ A loss maps one micro-batch's per-token logprobs under the current policy, the b
 policy's (the engine's) and optionally the reference model's, the per-sample advantages and
 the completion mask to (loss, stats): the loss already normalised by the whole step's
 `num_seqs` / `num_tokens` or by the constant `max_new_tokens` (so that micro-batches and ranks
-sum to the step's loss), the stats
-detached sums over this micro-batch (clip_frac, approx_kl_old, ratio_mean, kl_ref, num_tokens).
+sum to the step's loss), the stats detached sums over this micro-batch (clip_frac,
+approx_kl_old, ratio_mean, kl_ref, num_tokens).
 The learner rank calls it once per micro-batch and backpropagates the loss.
 
 Registered:

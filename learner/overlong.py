@@ -15,7 +15,8 @@ DAPO offers two remedies:
                    = -1                            if |y| > L_max
   a linear ramp from 0 to -1 over the last L_buf tokens before the limit, so that the policy
   learns to finish before it is cut, without a cliff. It is logged as `overlong_penalty_mean`;
-  `reward_mean` stays the task's reward alone.
+  `reward_mean` stays the task's reward alone. Injected oracle answers get no penalty (they were
+  not generated under the limit; actors/generation.py).
 - "none" (the SWE-RL paper's): truncated samples are scored like any other.
 """
 

@@ -38,7 +38,7 @@ def _groups() -> list[Group]:
         Completion([1] * 3, [-0.1] * 3, "", "stop"),
         Completion([1] * 8, [-0.1] * 8, "", "length"),
         Completion([1] * 7, [-0.1] * 7, "", "stop"),
-        Completion([1] * 2, [], "", "oracle"),
+        Completion([1] * 12, [], "", "oracle"),  # an injected answer may exceed the limit
     ]
     return [Group("r0", item, completions, policy_version=0, actor_id="a")]  # type: ignore[arg-type]
 
@@ -49,7 +49,8 @@ def test_the_step_sees_the_penalty_only_when_soft_and_marks_truncated_samples():
     cfg.learner = dataclasses.replace(cfg.learner, overlong_buffer=4)
     assert overlong_penalty(_groups(), cfg).tolist() == [0.0] * 4  # the default, "none"
     cfg.learner = dataclasses.replace(cfg.learner, overlong="soft")
-    # Lengths 3, 8, 7, 2 against a ramp from 4 tokens: 0, -1, -0.75, 0.
+    # Lengths 3, 8, 7 against a ramp from 4 tokens: 0, -1, -0.75; the oracle answer (12 tokens,
+    # -1 by the length rule) is not the policy's and gets no penalty.
     assert overlong_penalty(_groups(), cfg).tolist() == [0.0, -1.0, -0.75, 0.0]
     samples = train_samples(_groups(), [0.0] * 4)
     assert [s.truncated for s in samples] == [False, True, False, False]
