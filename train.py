@@ -33,7 +33,7 @@ from ray.exceptions import RayActorError
 from actors.cluster import check_fits, init_ray, resource_demands, starts_local
 from actors.control import FleetControl
 from actors.fleet import RolloutFleet
-from actors.generation import Rollouts, train_samples
+from actors.generation import Rollouts, overlong_penalty, train_samples
 from actors.phases import PhaseTimeout, PhaseTimer
 from actors.reaper import scoped_tmp
 from actors.reward_pool import RewardPool
@@ -80,9 +80,7 @@ class Trainer:
         rows = cfg.trainer.prompts_per_step * cfg.group_size
         micro_batches = nominal_micro_batches(rows, cfg.learner.num_ranks, cfg.learner.micro_batch_size)
         pad_id = self.tokenizer.pad_token_id
-        self.learner = LearnerGroup(
-            cfg.learner, run, temperature=cfg.rollout.temperature, micro_batches=micro_batches, pad_id=pad_id
-        )
+        self.learner = LearnerGroup(cfg.learner, run, rollout=cfg.rollout, micro_batches=micro_batches, pad_id=pad_id)
         self.weights = WeightSync(self.learner, cfg)
         self.fleet = RolloutFleet(cfg.rollout, run, catch_up=self.weights.catch_up)
         self.rewards = RewardPool(cfg.reward)
@@ -124,7 +122,8 @@ class Trainer:
             scored = self.rewards.score_groups(groups)
             rewards = torch.tensor([s.result.reward for s in scored], dtype=torch.float64)  # [prompts * group_size]
         with timer("advantages"):
-            samples = train_samples(groups, self.advantage(rewards, cfg.group_size, cfg.learner).tolist())
+            penalty = overlong_penalty(groups, cfg)  # [prompts * group_size], 0 unless learner.overlong=soft
+            samples = train_samples(groups, self.advantage(rewards + penalty, cfg.group_size, cfg.learner).tolist())
         probe = samples[0].prompt_ids + samples[0].completion_ids
         check = SyncCheck(self.learner, self.fleet, probe) if cfg.trainer.verify_sync else None
         with timer("train"):
@@ -149,6 +148,7 @@ class Trainer:
             "prompts_too_long": self.loader.stats.dropped_too_long,
             "step_s": timer.total(),
             "stale_dropped": dropped,
+            "overlong_penalty_mean": float(penalty.mean()),
         }
 
     def scale_fleet(self) -> None:

@@ -26,12 +26,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from actors.fleet import RolloutFleet
 from actors.rollout import Completion, GenerationRequest, GenerationResult
 from conf.config import TrainConfig
 from data.loader import InstanceLoader, PromptItem
 from data.prompt import oracle_completion
 from learner.batch import TrainSample
+from learner.overlong import length_penalty
 
 
 def request_id(step: int, slot: int, instance_id: str) -> str:
@@ -66,9 +69,29 @@ def train_samples(groups: Sequence[Group], advantages: Sequence[float]) -> list[
     no engine logprobs (None): the learner's own stand in."""
     pairs = [(g.item, c) for g in groups for c in g.completions]
     return [
-        TrainSample(item.prompt_ids, c.token_ids, c.logprobs if c.finish_reason != "oracle" else None, float(a))
+        TrainSample(
+            item.prompt_ids,
+            c.token_ids,
+            c.logprobs if c.finish_reason != "oracle" else None,
+            float(a),
+            truncated=c.finish_reason == "length",
+        )
         for (item, c), a in zip(pairs, advantages, strict=True)
     ]
+
+
+def overlong_penalty(groups: Sequence[Group], cfg: TrainConfig) -> torch.Tensor:
+    """[prompts * group_size] DAPO's soft overlong penalty of each completion, in group order, to
+    add to the rewards (learner/overlong.py); zeros unless `learner.overlong=soft`. Injected
+    oracle answers get none: they were not generated under the limit (one may exceed it), and the
+    penalty is there to teach the policy to finish its own answers in time."""
+    completions = [c for g in groups for c in g.completions]
+    lengths = torch.tensor([len(c.token_ids) for c in completions])
+    if cfg.learner.overlong != "soft":
+        return torch.zeros(lengths.shape, dtype=torch.float64)
+    penalty = length_penalty(lengths, max_new_tokens=cfg.rollout.max_new_tokens, buffer=cfg.learner.overlong_buffer)
+    oracle = torch.tensor([c.finish_reason == "oracle" for c in completions])
+    return torch.where(oracle, 0.0, penalty)
 
 
 class Rollouts:

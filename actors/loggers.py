@@ -91,6 +91,7 @@ _REWARD = {
     "zero_signal_frac",
     "truncated_frac",
     "completion_len_mean",
+    "overlong_penalty_mean",  # DAPO's soft length penalty, added to the reward (learner.overlong=soft)
 }
 _LEARNER = {
     "policy_version",
@@ -104,6 +105,7 @@ _LEARNER = {
     "rows_trained",
     "pad_frac",
     "pad_frac_unsorted",
+    "overlong_filtered",  # samples cut at the limit left out of the update (learner.overlong=filter)
 }
 
 

@@ -110,7 +110,9 @@ def main() -> None:
     init_ray("", num_cpus=4, include_dashboard=False)
     path = models.resolve(ModelConfig(name=args.model))
     run = Runtime(path, "float32", 0, "cpu", timeout_s=600)
-    learner = LearnerGroup(LearnerConfig(num_ranks=1, num_cpus_per_rank=0.5), run, temperature=1.0, micro_batches=1)
+    learner = LearnerGroup(
+        LearnerConfig(num_ranks=1, num_cpus_per_rank=0.5), run, rollout=RolloutConfig(temperature=1.0), micro_batches=1
+    )
     cfg = TrainConfig()
     cfg.trainer.sync_bucket_mb, cfg.trainer.phase_timeout_s = args.bucket_mb, 600
     weights = WeightSync(learner, cfg)

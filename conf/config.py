@@ -168,18 +168,31 @@ class LearnerConfig:
     # (gradient accumulation covers the whole batch, as in the paper). Activation memory grows
     # with it: ~2 GiB per 1k-token sequence for a 135M model in float32 without checkpointing.
     micro_batch_size: int = 1
-    # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps).
+    # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps); the default of the two
+    # ranges below.
     clip_eps: float = 0.2
+    # Lower clip range, clip(rho, 1 - clip_eps_low, ...) (DAPO's eps_low); null = clip_eps.
+    clip_eps_low: float | None = None
+    # Upper clip range, clip(rho, ..., 1 + clip_eps_high) (DAPO's clip-higher: 0.28); null = clip_eps.
+    clip_eps_high: float | None = None
     # Weight of the k3 KL(policy || reference) penalty; 0 = no reference model is loaded.
     kl_coef: float = 0.0
-    # "seq_mean_token_mean" (GRPO paper) or "token_mean" (DAPO); see learner/grpo.py.
+    # "seq_mean_token_mean" (GRPO paper), "token_mean" (DAPO) or "seq_mean_token_sum_norm" (Dr. GRPO:
+    # token sums / rollout.max_new_tokens, a constant); see learner/grpo.py.
     aggregation: str = "seq_mean_token_mean"
     # Advantage estimator, a name registered in learner/advantages.py: "grpo" (the paper's:
     # group-normalised), "dr_grpo" (centred, no std division), "rloo" (leave-one-out baseline).
     advantage: str = "grpo"
     # Policy loss, a name registered in learner/losses.py: "ppo_token" (GRPO's clipped ratio
-    # per token, with the KL term and the aggregation above).
+    # per token, with the KL term and the aggregation above) or "gspo" (GSPO: one length-normalised
+    # ratio per sequence, clipped per sequence, mean over sequences; the aggregation is not used).
     loss: str = "ppo_token"
+    # DAPO's overlong handling of samples cut at rollout.max_new_tokens (learner/overlong.py): "none"
+    # (the paper's), "filter" (left out of the update) or "soft" (a length penalty on the reward).
+    overlong: str = "none"
+    # "soft": the penalty ramps from 0 to -1 over this many tokens before rollout.max_new_tokens
+    # (DAPO: 4096 of 20480, a fifth; a quarter of the default limit here).
+    overlong_buffer: int = 128
     # Added to the group std before dividing (advantage "grpo").
     adv_eps: float = 1.0e-6
     # Supervised warm-start steps on the oracle answers before RL (0 = none).
@@ -280,7 +293,8 @@ class TrainConfig:
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "model.dtype": ("float32", "bfloat16"),
     "learner.zero_stage": (1, 2, 3),
-    "learner.aggregation": ("seq_mean_token_mean", "token_mean"),
+    "learner.aggregation": ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"),
+    "learner.overlong": ("none", "filter", "soft"),
     "trainer.mode": ("sync", "async"),
 }
 
@@ -301,6 +315,17 @@ def _get(cfg: TrainConfig, dotted: str) -> Any:
     for part in dotted.split("."):
         value = getattr(value, part)
     return value
+
+
+def _check_clip_ranges(learner: LearnerConfig) -> None:
+    # A lower range >= 1 would let the clipped ratio reach 0 or below, where the clip means nothing.
+    for key, value, top in (
+        ("clip_eps_low", learner.clip_eps_low, 1.0),
+        ("clip_eps_high", learner.clip_eps_high, None),
+    ):
+        if value is not None and (value <= 0 or (top is not None and value >= top)):
+            bound = f"in (0, {top})" if top is not None else "> 0"
+            raise ConfigError(f"learner.{key}={value!r}: must be {bound} (or null = learner.clip_eps)")
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -346,6 +371,12 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
+    _check_clip_ranges(cfg.learner)
+    if cfg.learner.overlong == "soft" and not 1 <= cfg.learner.overlong_buffer <= cfg.rollout.max_new_tokens:
+        raise ConfigError(
+            f"learner.overlong_buffer={cfg.learner.overlong_buffer}: must be in [1, rollout.max_new_tokens="
+            f"{cfg.rollout.max_new_tokens}] with learner.overlong=soft"
+        )
     _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.

@@ -26,6 +26,8 @@ class TrainSample:
     # learner's own logprobs stand in (valid on-policy only: injected oracle samples, SFT).
     logprobs_old: list[float] | None
     advantage: float
+    # Cut at the generation limit (finish_reason "length"): `learner.overlong=filter` leaves it out.
+    truncated: bool = False
 
 
 @dataclass

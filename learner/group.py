@@ -21,12 +21,13 @@ from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from conf import device as devices
-from conf.config import LearnerConfig
+from conf.config import LearnerConfig, RolloutConfig
 from conf.errors import UserError
 from conf.logs import actor_env
 from conf.runtime import Runtime
 from learner.batch import RankBatch, TrainSample, shard
 from learner.losses import LOSSES
+from learner.overlong import keep_untruncated
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
 from learner.worker import LearnerWorker
@@ -59,10 +60,11 @@ def reserve(bundles: list[dict[str, float]], strategy: str, what: str, timeout_s
 
 class LearnerGroup:
     def __init__(
-        self, cfg: LearnerConfig, run: Runtime, *, temperature: float, micro_batches: int, pad_id: int = 0
+        self, cfg: LearnerConfig, run: Runtime, *, rollout: RolloutConfig, micro_batches: int, pad_id: int = 0
     ) -> None:
-        """`micro_batches`: DeepSpeed's nominal accumulation steps per update; `temperature`: the
-        sampling temperature the logprobs are taken at; `pad_id`: the tokenizer's padding id."""
+        """`micro_batches`: DeepSpeed's nominal accumulation steps per update; `rollout`: the
+        sampling the samples came from (its temperature is the one the logprobs are taken at, its
+        max_new_tokens the constant of seq_mean_token_sum_norm); `pad_id`: the tokenizer's padding id."""
         self.cfg, self.timeout_s, self.pad_id = cfg, run.timeout_s, pad_id
         self.pg = reserve(
             bundles_for(cfg.num_ranks, cfg.num_cpus_per_rank, cfg.num_gpus_per_rank),
@@ -84,7 +86,8 @@ class LearnerGroup:
             ).remote(
                 cfg,
                 run,
-                temperature=temperature,
+                temperature=rollout.temperature,
+                max_new_tokens=rollout.max_new_tokens,
                 rank=rank,
                 world_size=cfg.num_ranks,
                 micro_batches=micro_batches,
@@ -116,10 +119,12 @@ class LearnerGroup:
     def train(self, samples: Sequence[TrainSample], wait: Wait | None = None) -> dict[str, float]:
         """One policy update over the step's samples (every rank, one optimizer step). Rows whose
         advantage is 0 are not sent through the model when that is exact (no KL term). Returns
-        the loss statistics and the padding statistics."""
-        batches, pad_stats = self.shard(samples, drop_zero_advantage=self.cfg.kl_coef == 0)
+        the loss statistics and the padding statistics. With `learner.overlong=filter` the
+        samples cut at the generation limit are left out (learner/overlong.py)."""
+        kept = keep_untruncated(samples) if self.cfg.overlong == "filter" else list(samples)
+        batches, pad_stats = self.shard(kept, drop_zero_advantage=self.cfg.kl_coef == 0)
         refs = [w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)]
-        return combine_stats((wait or self._get)(refs)) | pad_stats
+        return combine_stats((wait or self._get)(refs)) | pad_stats | {"overlong_filtered": len(samples) - len(kept)}
 
     def train_step(self, batches: list[RankBatch]) -> dict[str, float]:
         """One update on already sharded batches; returns the step's loss and token-weighted

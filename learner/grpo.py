@@ -8,11 +8,15 @@ What this computes, and where it departs from the papers:
   rewards are all equal gets exactly 0 (not 0/eps noise) and is counted as zero-signal.
 - Loss per completion token t (PPO-clip, Schulman et al. 2017, with GRPO's KL term):
       rho_t = exp(logprobs_t - logprobs_old_t)
-      l_t   = -min(rho_t * A, clip(rho_t, 1 - clip_eps, 1 + clip_eps) * A) + kl_coef * k3_t
+      l_t   = -min(rho_t * A, clip(rho_t, 1 - clip_eps_low, 1 + clip_eps_high) * A) + kl_coef * k3_t
       k3_t  = exp(ref_t - logprobs_t) - (ref_t - logprobs_t) - 1   (Schulman's k3 estimator of
               KL(policy || ref): unbiased, always >= 0)
   `logprobs_old` are the behaviour policy's: the engine's, returned with each sample. No dual
-  clip, no entropy bonus.
+  clip, no entropy bonus. clip_eps_low and clip_eps_high are each clip_eps unless set
+  (`clip_bounds`): DAPO's "clip-higher" (Yu et al. 2025) raises only the upper one (0.28 against
+  0.2) so that a low-probability token with A > 0 can grow further before its gradient stops,
+  which keeps the policy's entropy from collapsing; the lower one stays, since widening it would
+  let an update push unlikely tokens' probabilities towards 0 and shrink what can be sampled.
 - Aggregation over tokens (the length bias each has):
   "seq_mean_token_mean" (GRPO paper): mean over sequences of each sequence's token mean. Every
       sequence weighs the same, so a token of a long answer weighs less than a token of a short
@@ -20,9 +24,14 @@ What this computes, and where it departs from the papers:
   "token_mean" (DAPO, Yu et al. 2025): sum of all token losses / number of tokens. Every token
       weighs the same; long sequences dominate the gradient, and the scale depends on the
       batch's total length.
-  Either way the normaliser is the whole step's (`num_seqs` / `num_tokens` arguments), not the
-  micro-batch's, so that splitting a batch across micro-batches and ranks sums to the same
-  gradient as one big batch.
+  "seq_mean_token_sum_norm" (Dr. GRPO, Liu et al. 2025): mean over sequences of each
+      sequence's token sum / norm_tokens, a constant (the generation limit,
+      rollout.max_new_tokens, as in the paper's code). Every token weighs the same, as in
+      token_mean, but the scale no longer depends on how long this batch's answers are: the
+      normaliser is the same every step.
+  Every normaliser is the whole step's (`num_seqs` / `num_tokens` arguments) or a constant
+  (`norm_tokens`), never the micro-batch's, so that splitting a batch across micro-batches and
+  ranks sums to the same gradient as one big batch.
 """
 
 from __future__ import annotations
@@ -31,8 +40,8 @@ from typing import Literal
 
 import torch
 
-Aggregation = Literal["seq_mean_token_mean", "token_mean"]
-AGGREGATIONS: tuple[str, ...] = ("seq_mean_token_mean", "token_mean")
+Aggregation = Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"]
+AGGREGATIONS: tuple[str, ...] = ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm")
 SCALE_REWARDS: tuple[str, ...] = ("group", "none")
 
 
@@ -61,6 +70,13 @@ def zero_signal_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
     return grouped.max(dim=1).values == grouped.min(dim=1).values
 
 
+def clip_bounds(clip_eps: float, clip_eps_low: float | None, clip_eps_high: float | None) -> tuple[float, float]:
+    """(1 - low, 1 + high): the ratio's clip interval, each range clip_eps unless set (DAPO)."""
+    low = clip_eps if clip_eps_low is None else clip_eps_low
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+    return 1.0 - low, 1.0 + high
+
+
 def policy_loss(
     logprobs: torch.Tensor,
     logprobs_old: torch.Tensor,
@@ -71,25 +87,32 @@ def policy_loss(
     clip_eps: float,
     kl_coef: float,
     aggregation: str,
+    clip_eps_low: float | None = None,
+    clip_eps_high: float | None = None,
     num_seqs: float | None = None,
     num_tokens: float | None = None,
+    norm_tokens: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped GRPO loss over completion tokens.
 
     logprobs, logprobs_old, logprobs_ref: [B, T]; advantages: [B] or [B, T]; mask: [B, T] (bool or
-    float, 1 = completion token). `num_seqs` (seq_mean_token_mean) or `num_tokens` (token_mean):
-    the whole step's normaliser when this is one micro-batch of it; None = this batch's own.
+    float, 1 = completion token). `num_seqs` (the seq_mean_* aggregations) or `num_tokens`
+    (token_mean): the whole step's normaliser when this is one micro-batch of it; None = this
+    batch's own. `norm_tokens`: the constant of seq_mean_token_sum_norm (required by it).
+    `clip_eps_low` / `clip_eps_high`: DAPO's asymmetric ranges; None = clip_eps.
     Returns (loss, stats); stats are detached sums/means over this batch's masked tokens.
     """
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation={aggregation!r}: accepted values are {AGGREGATIONS}")
     if logprobs_ref is None and kl_coef != 0:
         raise ValueError("logprobs_ref is required when kl_coef != 0")
+    if aggregation == "seq_mean_token_sum_norm" and (norm_tokens is None or norm_tokens <= 0):
+        raise ValueError(f"norm_tokens={norm_tokens!r}: seq_mean_token_sum_norm needs a constant > 0")
     mask = mask.to(logprobs.dtype)
     adv = advantages[:, None] if advantages.ndim == 1 else advantages  # [B, 1] or [B, T]
     log_ratio = logprobs - logprobs_old
     ratio = torch.exp(log_ratio)  # [B, T]
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    clipped = torch.clamp(ratio, *clip_bounds(clip_eps, clip_eps_low, clip_eps_high))
     per_token = -torch.minimum(ratio * adv, clipped * adv)  # [B, T]
     kl = None
     if logprobs_ref is not None:
@@ -97,20 +120,31 @@ def policy_loss(
         kl = torch.exp(delta) - delta - 1.0  # [B, T], k3 >= 0
         if kl_coef != 0:
             per_token = per_token + kl_coef * kl
-    loss = _aggregate(per_token, mask, aggregation, num_seqs=num_seqs, num_tokens=num_tokens)
+    loss = _aggregate(per_token, mask, aggregation, num_seqs=num_seqs, num_tokens=num_tokens, norm_tokens=norm_tokens)
     stats = _stats(ratio, log_ratio, clipped, adv, mask, kl)
     return loss, stats
 
 
 def _aggregate(
-    per_token: torch.Tensor, mask: torch.Tensor, aggregation: str, *, num_seqs: float | None, num_tokens: float | None
+    per_token: torch.Tensor,
+    mask: torch.Tensor,
+    aggregation: str,
+    *,
+    num_seqs: float | None,
+    num_tokens: float | None,
+    norm_tokens: float | None = None,
 ) -> torch.Tensor:
     tokens_per_seq = mask.sum(dim=1)  # [B]
     if aggregation == "token_mean":
         denom = tokens_per_seq.sum() if num_tokens is None else torch.as_tensor(num_tokens, dtype=per_token.dtype)
         return (per_token * mask).sum() / denom.clamp(min=1.0)
     has_tokens = tokens_per_seq > 0  # rows with no completion token are left out
-    seq_means = (per_token * mask).sum(dim=1) / tokens_per_seq.clamp(min=1.0)  # [B]
+    # Dr. GRPO divides every sequence by the same constant: no per-sequence length in the weight.
+    seq_len = tokens_per_seq
+    if aggregation == "seq_mean_token_sum_norm":
+        assert norm_tokens is not None  # checked by policy_loss
+        seq_len = torch.full_like(tokens_per_seq, float(norm_tokens))
+    seq_means = (per_token * mask).sum(dim=1) / seq_len.clamp(min=1.0)  # [B]
     seq_means = torch.where(has_tokens, seq_means, torch.zeros_like(seq_means))
     denom = (
         has_tokens.sum().to(per_token.dtype) if num_seqs is None else torch.as_tensor(num_seqs, dtype=per_token.dtype)

@@ -3,12 +3,17 @@
 A loss maps one micro-batch's per-token logprobs under the current policy, the behaviour
 policy's (the engine's) and optionally the reference model's, the per-sample advantages and
 the completion mask to (loss, stats): the loss already normalised by the whole step's
-`num_seqs` / `num_tokens` (so that micro-batches and ranks sum to the step's loss), the stats
-detached sums over this micro-batch (clip_frac, approx_kl_old, ratio_mean, kl_ref, num_tokens).
+`num_seqs` / `num_tokens` or by the constant `max_new_tokens` (so that micro-batches and ranks
+sum to the step's loss), the stats detached sums over this micro-batch (clip_frac,
+approx_kl_old, ratio_mean, kl_ref, num_tokens).
 The learner rank calls it once per micro-batch and backpropagates the loss.
 
-Registered: `ppo_token`, GRPO's clipped-ratio objective per token with the k3 KL penalty and
-the `learner.aggregation` of token losses (formulas and length biases: learner/grpo.py).
+Registered:
+    ppo_token  GRPO's clipped-ratio objective per token with the k3 KL penalty and the
+               `learner.aggregation` of token losses (formulas and length biases: learner/grpo.py)
+    gspo       GSPO (Zheng et al. 2025): one length-normalised importance ratio per sequence,
+               s_i = exp(mean_t(logprobs_t - logprobs_old_t)), clipped per sequence, averaged over
+               sequences; `learner.aggregation` does not apply (formula: learner/gspo.py)
 Adding a loss: a function of this signature in a new file, `@LOSSES.register("name")` above
 it, and its import at the end of this module.
 """
@@ -21,7 +26,7 @@ import torch
 
 from conf.config import LearnerConfig
 from conf.registry import Registry
-from learner import grpo
+from learner import grpo, gspo
 
 
 class PolicyLoss(Protocol):
@@ -36,6 +41,7 @@ class PolicyLoss(Protocol):
         cfg: LearnerConfig,
         num_seqs: float,
         num_tokens: float,
+        max_new_tokens: int,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 
 
@@ -53,6 +59,7 @@ def ppo_token_loss(
     cfg: LearnerConfig,
     num_seqs: float,
     num_tokens: float,
+    max_new_tokens: int,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """[B, T] logprobs (all three), [B] advantages, [B, T] mask -> GRPO's clipped loss."""
     return grpo.policy_loss(
@@ -62,8 +69,40 @@ def ppo_token_loss(
         advantages,
         mask,
         clip_eps=cfg.clip_eps,
+        clip_eps_low=cfg.clip_eps_low,
+        clip_eps_high=cfg.clip_eps_high,
         kl_coef=cfg.kl_coef,
         aggregation=cfg.aggregation,
         num_seqs=num_seqs,
         num_tokens=num_tokens,
+        # Dr. GRPO's constant: the generation limit (used by seq_mean_token_sum_norm only).
+        norm_tokens=float(max_new_tokens),
+    )
+
+
+@LOSSES.register("gspo")
+def gspo_loss(
+    logprobs: torch.Tensor,
+    logprobs_old: torch.Tensor,
+    logprobs_ref: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    cfg: LearnerConfig,
+    num_seqs: float,
+    num_tokens: float,
+    max_new_tokens: int,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """[B, T] logprobs (all three), [B] advantages, [B, T] mask -> GSPO's sequence-level loss."""
+    return gspo.policy_loss(
+        logprobs,
+        logprobs_old,
+        logprobs_ref,
+        advantages,
+        mask,
+        clip_eps=cfg.clip_eps,
+        clip_eps_low=cfg.clip_eps_low,
+        clip_eps_high=cfg.clip_eps_high,
+        kl_coef=cfg.kl_coef,
+        num_seqs=num_seqs,
     )

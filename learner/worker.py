@@ -150,12 +150,14 @@ class LearnerWorker:
         run: Runtime,
         *,
         temperature: float,
+        max_new_tokens: int,
         rank: int,
         world_size: int,
         micro_batches: int,
         loss: PolicyLoss,
     ) -> None:
         self.cfg, self.temperature, self.rank, self.world_size = cfg, temperature, rank, world_size
+        self.max_new_tokens = max_new_tokens  # rollout.max_new_tokens: Dr. GRPO's constant normaliser
         self.model_path, self.dtype, self.seed, self.device = run.model_path, run.dtype, run.seed, run.device
         self.timeout_s = run.timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
         self.micro_batches, self.verbose = micro_batches, run.verbose
@@ -346,6 +348,7 @@ class LearnerWorker:
                 cfg=self.cfg,
                 num_seqs=batch.num_seqs,
                 num_tokens=batch.num_tokens,
+                max_new_tokens=self.max_new_tokens,
             )
             self._backward(loss)
             n = float(stats["num_tokens"])

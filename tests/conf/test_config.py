@@ -25,6 +25,13 @@ def test_defaults_and_smoke_preset():
     assert smoke.group_size == 16
 
 
+def test_clip_ranges_default_to_clip_eps_and_are_set_from_the_command_line():
+    base = _compose()
+    assert (base.learner.clip_eps_low, base.learner.clip_eps_high) == (None, None)
+    dapo = _compose("learner.clip_eps_high=0.28")
+    assert (dapo.learner.clip_eps, dapo.learner.clip_eps_low, dapo.learner.clip_eps_high) == (0.2, None, 0.28)
+
+
 def test_unknown_key_is_rejected_with_its_name():
     with pytest.raises((ConfigCompositionException, ConfigKeyError), match="learner.lrr"):
         _compose("learner.lrr=1")
@@ -42,6 +49,8 @@ def test_unknown_key_is_rejected_with_its_name():
         (dict(rollout=dict(oracle_samples_per_group=16)), "rollout.oracle_samples_per_group=16"),
         (dict(rollout=dict(temperature=0.0)), "rollout.temperature"),
         (dict(rollout=dict(max_model_len=1024)), "must fit rollout.max_model_len"),
+        (dict(learner=dict(clip_eps_low=1.0)), "learner.clip_eps_low=1.0: must be in (0, 1.0)"),
+        (dict(learner=dict(clip_eps_high=0.0)), "learner.clip_eps_high=0.0: must be > 0"),
     ],
 )
 def test_validation_names_the_field(change, message):

@@ -30,7 +30,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-from conf.config import LearnerConfig
+from conf.config import LearnerConfig, RolloutConfig
 from conf.runtime import Runtime
 from learner.batch import TrainSample, shard
 from learner.logprobs import sequence_logprobs_reference
@@ -95,7 +95,10 @@ def start_group(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     from learner.group import LearnerGroup
 
     return LearnerGroup(
-        cfg, Runtime(str(model_dir), "float32", 0, "cpu", timeout_s=300), temperature=1.0, micro_batches=2
+        cfg,
+        Runtime(str(model_dir), "float32", 0, "cpu", timeout_s=300),
+        rollout=RolloutConfig(temperature=1.0),
+        micro_batches=2,
     )
 
 

@@ -85,6 +85,71 @@ def test_policy_loss_token_mean_by_hand():
     assert loss.item() == pytest.approx((sum(l[0]) + l[1][0] + l[1][1]) / 5, rel=1e-12)
 
 
+def test_policy_loss_seq_mean_token_sum_norm_by_hand():
+    lp, old, ref, adv, mask = _inputs()
+    lp = lp.clone().requires_grad_(True)
+    loss, _ = grpo.policy_loss(
+        lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="seq_mean_token_sum_norm", norm_tokens=4.0
+    )
+    # Row 0 (A = 1): rho = e^0.1, e^0.5 (clipped to 1.2), 1 -> token losses -e^0.1, -1.2, -1.
+    # Row 1 (A = -2): rho = 1, e^0.8 (the unclipped side) -> 2, 2 e^0.8; token 2 is masked.
+    # Each row's token sum / 4 (the constant, not 3 or 2), then the mean over the 2 rows.
+    row0 = -math.exp(0.1) - 1.2 - 1.0
+    row1 = 2.0 + 2.0 * math.exp(0.8)
+    assert loss.item() == pytest.approx((row0 / 4 + row1 / 4) / 2, rel=1e-12)
+    loss.backward()
+    # Length-unbiased: a token at rho = 1 gets -A / (num_seqs * 4) whatever its row's length (the
+    # paper's aggregation would give row 0's token -1 / (2 * 3) and row 1's 2 / (2 * 2)).
+    assert lp.grad[0, 2].item() == pytest.approx(-1.0 / 8, rel=1e-12)
+    assert lp.grad[1, 0].item() == pytest.approx(2.0 / 8, rel=1e-12)
+    assert lp.grad[0, 1] == 0  # clipped
+    assert lp.grad[1, 2] == 0  # masked
+
+
+def test_asymmetric_clip_by_hand():
+    lp, old, ref, adv, mask = _inputs()
+    # Unset ranges are clip_eps: the symmetric loss, bit for bit (backward compatibility).
+    sym, _ = grpo.policy_loss(lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean")
+    same, _ = grpo.policy_loss(
+        lp,
+        old,
+        ref,
+        adv,
+        mask,
+        clip_eps=0.3,
+        kl_coef=0.0,
+        aggregation="token_mean",
+        clip_eps_low=0.2,
+        clip_eps_high=0.2,
+    )
+    assert torch.equal(sym, same)
+    # clip-higher 0.7: token (0, 1)'s rho = e^0.5 = 1.649 < 1.7 is no longer clipped; the other
+    # tokens do not change (row 1's rho = e^0.8 has A < 0, where only the lower range can bite).
+    loss, stats = grpo.policy_loss(
+        lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean", clip_eps_high=0.7
+    )
+    l, _ = _by_hand_token_losses(0.2, 0.0)
+    assert loss.item() == pytest.approx((l[0][0] - math.exp(0.5) + l[0][2] + l[1][0] + l[1][1]) / 5, rel=1e-12)
+    assert stats["clip_frac"].item() == 0.0
+    # A lower range bites where A < 0: clip_eps_low 0.1 on ratios 0.5 and 0.95 with A = -1.
+    lp1 = torch.log(torch.tensor([[0.5, 0.95]], dtype=torch.float64))
+    zero = torch.zeros_like(lp1)
+    low, stats = grpo.policy_loss(
+        lp1,
+        zero,
+        None,
+        torch.tensor([-1.0], dtype=torch.float64),
+        torch.ones_like(lp1),
+        clip_eps=0.3,
+        kl_coef=0.0,
+        aggregation="seq_mean_token_mean",
+        clip_eps_low=0.1,
+    )
+    # -min(-0.5, -0.9) = 0.9 (clipped at 1 - 0.1); -min(-0.95, -0.95) = 0.95.
+    assert low.item() == pytest.approx((0.9 + 0.95) / 2, rel=1e-12)
+    assert stats["clip_frac"].item() == pytest.approx(1 / 2)
+
+
 def test_policy_loss_gradient_matches_autograd_reference():
     lp, old, ref, adv, mask = _inputs()
     lp = lp.clone().requires_grad_(True)
@@ -114,7 +179,9 @@ def test_micro_batches_sum_to_the_full_batch_gradient():
     mask[2] = 0  # a row with no completion token is left out of the sequence mean
     adv = torch.randn(b, dtype=torch.float64)
     for agg in grpo.AGGREGATIONS:
-        full, _ = grpo.policy_loss(lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation=agg)
+        full, _ = grpo.policy_loss(
+            lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation=agg, norm_tokens=float(t)
+        )
         (g_full,) = torch.autograd.grad(full, lp)
         num_seqs, num_tokens = float((mask.sum(1) > 0).sum()), float(mask.sum())
         total = 0
@@ -130,6 +197,7 @@ def test_micro_batches_sum_to_the_full_batch_gradient():
                 aggregation=agg,
                 num_seqs=num_seqs,
                 num_tokens=num_tokens,
+                norm_tokens=float(t),
             )
             total = total + part
         (g_parts,) = torch.autograd.grad(total, lp)
@@ -143,3 +211,5 @@ def test_policy_loss_errors():
         grpo.policy_loss(lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="sum")
     with pytest.raises(ValueError, match="logprobs_ref"):
         grpo.policy_loss(lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.1, aggregation="token_mean")
+    with pytest.raises(ValueError, match="norm_tokens=None: seq_mean_token_sum_norm"):
+        grpo.policy_loss(lp, old, ref, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="seq_mean_token_sum_norm")

@@ -18,7 +18,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from conf.config import LearnerConfig
+from conf.config import LearnerConfig, RolloutConfig
 from conf.runtime import Runtime
 from learner.batch import TrainSample, shard
 from learner.transport.object_store import ObjectStoreTransport, from_arrays
@@ -63,7 +63,10 @@ def start(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     from learner.group import LearnerGroup
 
     return LearnerGroup(
-        cfg, Runtime(str(model_dir), "float32", 0, "cpu", timeout_s=300), temperature=1.0, micro_batches=2
+        cfg,
+        Runtime(str(model_dir), "float32", 0, "cpu", timeout_s=300),
+        rollout=RolloutConfig(temperature=1.0),
+        micro_batches=2,
     )
 
 
