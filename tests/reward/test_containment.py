@@ -87,7 +87,7 @@ def host_listener():
 def _subreaper():
     """Make this process the subreaper of everything it starts: a process that escaped its
     sandbox is re-parented here, not to init, so "left behind" is exactly the set of this
-    process's live descendants, whatever else runs on the machine."""
+    process's live descendants that a run added, whatever else runs on the machine."""
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, os.strerror(ctypes.get_errno())
     yield
@@ -122,9 +122,13 @@ def _descendants() -> set[int]:
 
 
 def _run_attack(runner: Runner, body: str) -> tuple[object, set[int]]:
+    """The run, and the processes it left: descendants of this process that were not there
+    before it (earlier tests of the session keep children of their own, a Ray cluster or a
+    watcher, that are not the attack's)."""
+    before = _descendants()
     run = runner.run(TestJob(_instance(), _attack(body)))
     time.sleep(0.5)
-    return run, _descendants()
+    return run, _descendants() - before
 
 
 def _assert_contained(run, left: set[int]) -> None:
