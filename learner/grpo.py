@@ -116,13 +116,18 @@ def policy_loss(
     per_token = -torch.minimum(ratio * adv, clipped * adv)  # [B, T]
     kl = None
     if logprobs_ref is not None:
-        delta = logprobs_ref - logprobs
-        kl = torch.exp(delta) - delta - 1.0  # [B, T], k3 >= 0
+        kl = k3(logprobs_ref, logprobs)
         if kl_coef != 0:
             per_token = per_token + kl_coef * kl
     loss = _aggregate(per_token, mask, aggregation, num_seqs=num_seqs, num_tokens=num_tokens, norm_tokens=norm_tokens)
-    stats = _stats(ratio, log_ratio, clipped, adv, mask, kl)
+    stats = clip_stats(ratio, log_ratio, clipped, adv, mask, kl)
     return loss, stats
+
+
+def k3(logprobs_ref: torch.Tensor, logprobs: torch.Tensor) -> torch.Tensor:
+    """[B, T] Schulman's k3 estimate of KL(current || reference) per token, >= 0."""
+    delta = logprobs_ref - logprobs
+    return torch.exp(delta) - delta - 1.0
 
 
 def _aggregate(
@@ -153,7 +158,7 @@ def _aggregate(
 
 
 @torch.no_grad()
-def _stats(
+def clip_stats(
     ratio: torch.Tensor,
     log_ratio: torch.Tensor,
     clipped: torch.Tensor,
@@ -161,6 +166,8 @@ def _stats(
     mask: torch.Tensor,
     kl: torch.Tensor | None,
 ) -> dict[str, torch.Tensor]:
+    """Token-weighted statistics of a clipped ratio (GSPO passes its sequence ratio broadcast
+    over each sequence's tokens, so both losses report them the same way)."""
     n = mask.sum().clamp(min=1.0)
     # A token is clipped when the clipped branch is the one min() picked and it differs.
     clip_active = ((ratio * adv) > (clipped * adv)) & (ratio != clipped)

@@ -67,36 +67,12 @@ def policy_loss(
     per_seq = -torch.minimum(ratio * advantages, clipped * advantages)  # [B]
     kl = None
     if logprobs_ref is not None:
-        delta = logprobs_ref - logprobs
-        kl = torch.exp(delta) - delta - 1.0  # [B, T], k3 >= 0
+        kl = grpo.k3(logprobs_ref, logprobs)  # [B, T]
         if kl_coef != 0:
             per_seq = per_seq + kl_coef * (kl * mask).sum(dim=1) / lengths
     per_seq = torch.where(has_tokens, per_seq, torch.zeros_like(per_seq))
     denom = has_tokens.sum().to(per_seq.dtype) if num_seqs is None else torch.as_tensor(num_seqs, dtype=per_seq.dtype)
     loss = per_seq.sum() / denom.clamp(min=1.0)
-    return loss, _stats(ratio, clipped, advantages, log_ratio, mask, kl)
-
-
-@torch.no_grad()
-def _stats(
-    ratio: torch.Tensor,
-    clipped: torch.Tensor,
-    advantages: torch.Tensor,
-    log_ratio: torch.Tensor,
-    mask: torch.Tensor,
-    kl: torch.Tensor | None,
-) -> dict[str, torch.Tensor]:
-    tokens_per_seq = mask.sum(dim=1)  # [B]
-    n = tokens_per_seq.sum().clamp(min=1.0)
-    # A sequence is clipped when min() picked the clipped branch and it differs.
-    clip_active = ((ratio * advantages) > (clipped * advantages)) & (ratio != clipped)  # [B]
-    stats = {
-        "clip_frac": (clip_active.to(mask.dtype) * tokens_per_seq).sum() / n,
-        # Per-token k3 estimate of KL(behaviour || current), as GRPO's loss reports it.
-        "approx_kl_old": ((torch.exp(-log_ratio) + log_ratio - 1.0) * mask).sum() / n,
-        "ratio_mean": (ratio * tokens_per_seq).sum() / n,
-        "num_tokens": mask.sum(),
-    }
-    if kl is not None:
-        stats["kl_ref"] = (kl * mask).sum() / n
-    return stats
+    # Statistics per token, as the worker weights them: each sequence's ratio on its tokens.
+    ratio_t, clipped_t = ratio[:, None].expand_as(mask), clipped[:, None].expand_as(mask)
+    return loss, grpo.clip_stats(ratio_t, log_ratio, clipped_t, advantages[:, None], mask, kl)
