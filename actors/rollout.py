@@ -92,6 +92,7 @@ class RolloutWorker:
         self.actor_id = actor_id
         self.policy_version = 0
         devices.require(run.device, actor_id)
+        devices.pin_cpus(cfg.cpu_affinity, "rollout.cpu_affinity")  # before the engine starts its threads
         args = engine_args(cfg, run.model_path, run.dtype, seed, run.device)
         # vLLM applies VLLM_LOGGING_LEVEL once its logging is set up; records logged while it
         # imports would reach Python's last-resort handler first.

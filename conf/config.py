@@ -85,6 +85,9 @@ class RolloutConfig:
     # Torch threads of a CPU engine. The phases of a sync step do not overlap, so the engine may
     # use every core while it generates (2 threads: ~1.7x the tokens/s of 1 on the laptop).
     cpu_threads: int = 2
+    # CPU cores this engine's process is pinned to (CPU hosts; empty = not pinned). With
+    # learner.cpu_affinity, keeps engine and learner off each other's cores (bench/pipeline.py).
+    cpu_affinity: list[int] = field(default_factory=list)
     # Fraction of GPU memory vLLM may use (GPU only).
     gpu_memory_utilization: float = 0.5
     # Samples per group replaced by the instance's oracle answer (0 = pure on-policy GRPO, as in
@@ -153,6 +156,8 @@ class LearnerConfig:
     num_cpus_per_rank: float = 0.5
     # GPUs per rank (1 on GPU clusters, 0 on CPU).
     num_gpus_per_rank: float = 0.0
+    # CPU cores every rank's process is pinned to (CPU hosts; empty = not pinned).
+    cpu_affinity: list[int] = field(default_factory=list)
     # ZeRO stage 1, 2 or 3.
     zero_stage: int = 2
     # AdamW learning rate (constant after warmup). 1e-6 is the usual full-parameter RL rate for

@@ -58,3 +58,24 @@ def collective_backend(device: Device) -> str:
 def ds_accelerator(device: Device) -> str:
     """Value of DS_ACCELERATOR: DeepSpeed reads it at import instead of probing for CUDA."""
     return "cuda" if device == "cuda" else "cpu"
+
+
+def pin_cpus(cores: list[int], field: str) -> None:
+    """Pin this process, every thread of it included, to `cores` (`field`: the config key that
+    asked, named in the error). Threads started later inherit the mask, so a CPU engine's or a
+    learner's torch thread pool stays on these cores. Empty: nothing is pinned.
+
+    Why: on a small CPU host the engine and the learner otherwise share every core, so an
+    overlapped (async) step is slowed by contention that separate devices would not have;
+    bench/pipeline.py --separate-cores pins each role to its own core in both modes."""
+    if not cores:
+        return
+    import os
+
+    available = os.sched_getaffinity(0)
+    if not set(cores) <= available:
+        raise ValueError(
+            f"{field}={cores}: cores {sorted(set(cores) - available)} are not available here ({sorted(available)})"
+        )
+    for task in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(task), cores)

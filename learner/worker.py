@@ -162,6 +162,7 @@ class LearnerWorker:
         self.timeout_s = run.timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
         self.micro_batches, self.verbose = micro_batches, run.verbose
         devices.require(run.device, f"learner rank {rank}")
+        devices.pin_cpus(cfg.cpu_affinity, "learner.cpu_affinity")  # before torch starts its threads
         self.loss = loss  # learner.loss, resolved by the driver (learner/losses.py)
         self.updates = 0  # optimizer steps applied = the policy_version of these weights
         self._plan: list[Bucket] | None = None
