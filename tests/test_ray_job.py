@@ -1,5 +1,11 @@
 """The smoke run submitted as a Ray Job (working_dir upload, RAY_ADDRESS join) to a local
-cluster, and its metrics read back from the cluster's Prometheus endpoint."""
+cluster, and its metrics read back from the cluster's Prometheus endpoint, and through the
+Grafana dashboard's queries from a real Prometheus scraping the cluster."""
+
+import json
+from pathlib import Path
+
+import pytest
 
 COMPARED = (
     "reward_mean",
@@ -40,3 +46,37 @@ def test_prometheus_endpoint_shows_the_metrics_jsonl_values(job_run):
     ]
     assert matching, f"no scrape equals its step's metrics line: {job_run.scrapes[-1]}"
     assert set(COMPARED) <= set(matching[-1])
+
+
+def test_every_dashboard_panel_shows_the_run_in_a_real_prometheus(job_run):
+    """Debian's Prometheus, fed Ray's service discovery file, scraped the job: each panel of the
+    Grafana dashboard has data, and each gauge's last value is the last metrics line's."""
+    if job_run.no_prometheus:
+        pytest.skip(job_run.no_prometheus)
+    from actors.dashboard import build, query
+
+    run = job_run.run_dir.name
+    empty = [
+        p["title"]
+        for p in build()["panels"]
+        if not any(job_run.panels[t["expr"].replace("$run", run)] for t in p["targets"])
+    ]
+    assert empty == [], "panels without data"
+    last = job_run.metrics()[-1]
+    numeric = {k: float(v) for k, v in last.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    assert len(numeric) > 30
+    shown = {}
+    for key in numeric:
+        (series,) = job_run.panels[query(key, run)]  # one series: this run's gauge
+        shown[key] = float(series["values"][-1][1])
+    assert shown == pytest.approx(numeric, rel=1e-9, abs=1e-12)
+
+
+def test_the_dashboard_is_installed_where_ray_s_grafana_provisioning_reads(job_run):
+    import yaml
+
+    from actors.dashboard import FILE_NAME, build
+
+    provisioning = job_run.session_dir / "metrics" / "grafana" / "provisioning" / "dashboards" / "default.yml"
+    (provider,) = yaml.safe_load(provisioning.read_text())["providers"]
+    assert json.loads((Path(provider["options"]["path"]) / FILE_NAME).read_text()) == build()
