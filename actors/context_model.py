@@ -11,6 +11,7 @@ the engine's context (max_model_len - max_new_tokens) is not sent and comes back
 
 from __future__ import annotations
 
+import os
 import zlib
 from typing import Any
 
@@ -44,6 +45,10 @@ class ContextEngine:
             self.handle = cls.remote(engine, run, "context", seed=seed)
             ray.get(self.handle.ready.remote())
         else:
+            # In this process vLLM would print its INFO lines into the build's output; quiet it
+            # as an actor is (a caller's own setting wins).
+            for key, value in actor_env(False).items():
+                os.environ.setdefault(key, value)
             self.worker = RolloutWorker(engine, run, "context", seed=seed)
 
     def ask(self, ids: list[str], messages: list[list[dict[str, str]]]) -> list[str | None]:

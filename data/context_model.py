@@ -58,6 +58,7 @@ class ContextStats:
     unknown_paths: int = 0  # path-like tokens naming no file of the repository: dropped
     not_candidates: int = 0  # named files that may not be picked (changed files, tests): dropped
     fallback: int = 0  # instances whose context came from the import heuristic instead
+    model_s: float = 0.0  # seconds in the model's generate calls (engine start-up included)
     chosen: Counter[str] = field(default_factory=Counter)  # instances per CHOSEN entry
 
     def as_dict(self) -> dict[str, object]:

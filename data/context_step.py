@@ -15,6 +15,8 @@ was chosen and what the model answered; the manifest keeps the counts (ContextSt
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,9 +126,12 @@ class ContextChooser:
         asked = [(r, q) for r, q in zip(rows, questions, strict=True) if q is not None]
         texts: list[str | None] = []
         if asked:
+            started = time.perf_counter()
             if self.asker is None:
                 self.asker = self.start()
             texts = self.asker.ask([q.instance_id for _, q in asked], [q.messages for _, q in asked])
+            self.stats.model_s = round(self.stats.model_s + time.perf_counter() - started, 3)
+            print(f"[build] context: the model answered {len(asked)} questions", file=sys.stderr, flush=True)
         answers = {q.instance_id: (q, t) for (_, q), t in zip(asked, texts, strict=True)}
         for row, ask in held:
             if ask:
