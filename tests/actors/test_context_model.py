@@ -45,6 +45,7 @@ def tiny() -> str:
     return resolve(ModelConfig(name="tiny"))
 
 
+@pytest.mark.slow
 def test_the_tiny_model_answers_the_builds_questions_in_batches(tiny: str, tmp_path: Path) -> None:
     repo, out = tmp_path / "synthetic", tmp_path / "out"
     generate_history(repo, num_prs=8)
