@@ -5,6 +5,7 @@
     python -m data.build ... --workers 2          # mine in Ray tasks on a local Ray (127.0.0.1)
     python -m data.build ... --ray-address auto   # ... on an existing cluster
     python -m data.build ... --exclude-repos swebench.json   # no PR of SWE-bench's repositories
+    python -m data.build ... --context model      # relevant files chosen by a model (the paper's way)
 
 Prints progress while it runs and a table of counts per filter at the end; writes the shards
 and `_manifest.json` (data/shards.py). Bad input (not a repository, malformed JSON, a missing
@@ -33,6 +34,7 @@ from typing import Any
 
 from conf.errors import UserError
 from conf.progress import Progress
+from data.context_step import MODES, ContextChooser, ContextConfig, engine_asker
 from data.filters import FilterConfig, new_counts, summary_table
 from data.gitrepo import GitError, Repo, parse_clone
 from data.mining import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
@@ -86,6 +88,8 @@ class BuildConfig:
     chunk_size: int = 16
     # The filter switches and limits (data/filters.py).
     filters: FilterConfig = field(default_factory=FilterConfig)
+    # How the relevant unchanged files are chosen, and the model that chooses them (data/context_step.py).
+    context: ContextConfig = field(default_factory=ContextConfig)
 
 
 def read_exclusions(paths: tuple[str, ...]) -> frozenset[str]:
@@ -145,6 +149,7 @@ def _job(cfg: BuildConfig, repo_name: str) -> MineJob:
         relevant_files=cfg.relevant_files,
         require_issue=bool(cfg.issues) if require is None else require,
         issues=index,
+        context_by_model=cfg.context.mode == "model",
     )
 
 
@@ -194,10 +199,25 @@ def _validate(cfg: BuildConfig) -> None:
     for name, value in non_negative.items():
         if value < 0:
             raise InputError(f"{name} must be >= 0 (0 = none / no limit), got {value}")
+    _validate_context(cfg.context)
     if not 0 <= cfg.filters.near_dup_threshold <= 1:
         raise InputError(f"near_dup_threshold must be in [0, 1] (0 = off), got {cfg.filters.near_dup_threshold}")
     if not cfg.out:
         raise InputError("--out DIR is required")
+
+
+def _validate_context(c: ContextConfig) -> None:
+    if c.mode not in MODES:
+        raise InputError(f"context (--context) must be one of {', '.join(MODES)}, got {c.mode!r}")
+    for name in ("batch", "max_new_tokens", "max_tree_files", "max_text_chars", "tensor_parallel_size", "kv_cache_gib"):
+        if (value := getattr(c, name)) < 1:
+            raise InputError(f"context_{name} (--context-{name.replace('_', '-')}) must be >= 1, got {value}")
+    if c.max_model_len <= c.max_new_tokens:
+        raise InputError(
+            f"context_max_model_len must exceed context_max_new_tokens, got {c.max_model_len} <= {c.max_new_tokens}"
+        )
+    if c.gpus < 0:
+        raise InputError(f"context_gpus must be >= 0, got {c.gpus}")
 
 
 def resolve_sources(cfg: BuildConfig) -> list[dict[str, Any]]:
@@ -264,6 +284,7 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
     with (
         ray_session(cfg.ray_address, cfg.workers) if parallel else nullcontext(0) as workers,
         ShardWriter(out, cfg.shard_size) as writer,
+        _chooser(cfg, sources, out, workers) or nullcontext() as chooser,
         # The number of candidates is known only at the end: a count and a rate, no ETA.
         Progress("build", "candidates", None, every_s=5.0) as progress,
     ):
@@ -273,7 +294,10 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
             candidates += 1
             reason, detail = _dedupe(outcome, seen, near)
             counts[reason] += 1
-            if reason == "kept":
+            if reason == "kept" and chooser is not None:  # rows keep their order through the chooser
+                for row in chooser.add(outcome.instance, ask=outcome.needs_context):  # type: ignore[arg-type]
+                    writer.write(row)
+            elif reason == "kept":
                 writer.write(outcome.instance)  # type: ignore[arg-type]
             elif detail and len(examples[reason]) < EXAMPLES_PER_REASON:
                 # Skips that carry a why (git errors, unknown commits, rows of a bad file, the
@@ -282,11 +306,26 @@ def build(cfg: BuildConfig) -> dict[str, Any]:
                 examples[reason].append(f"{outcome.instance_id}: {detail}")
                 print(f"[build] skipped {outcome.instance_id} ({reason}): {detail}", file=sys.stderr, flush=True)
             progress.update(1, note=f"{counts['kept']} kept")
+        for row in chooser.flush() if chooser is not None else ():  # the last, partial batch
+            writer.write(row)
     manifest = _manifest(cfg, sources, counts, candidates, writer.shards, started, workers)
+    if chooser is not None:
+        manifest["context"] = {"mode": "model", "model": cfg.context.model, **chooser.stats.as_dict()}
     if examples:
         manifest["skip_examples"] = dict(examples)
     write_manifest(out, manifest)
     return manifest
+
+
+def _chooser(cfg: BuildConfig, sources: list[dict[str, Any]], out: Path, workers: int) -> ContextChooser | None:
+    """The model step of `--context model` (None otherwise); its engine is a Ray actor when the
+    build runs on Ray. The chooser yields rows in the order it got them: the shards keep
+    candidate order."""
+    if cfg.context.mode != "model" or cfg.relevant_files == 0:
+        return None
+    git_of = {str(s["repo"]).lower(): str(s["git"]) for s in sources if s.get("git")}
+    start = engine_asker(cfg.context, seed=0, on_ray=bool(workers))
+    return ContextChooser(cfg.context, cfg.relevant_files, cfg.filters, git_of, out, start)
 
 
 def _dedupe(outcome: Outcome, seen: set[bytes] | None, near: NearDuplicates | None) -> tuple[str, str]:
@@ -356,7 +395,11 @@ def _parser() -> argparse.ArgumentParser:
     add("--out", help="output directory")
     add("--overwrite", action="store_true", default=None, help="replace a dataset in --out")
     add("--shard-size", type=int, help="instances per shard")
-    add("--relevant-files", type=int, help="K relevant unchanged files per context (0 = none)")
+    add(
+        "--relevant-files",
+        type=int,
+        help=f"K relevant unchanged files per context (0 = none; default: {BuildConfig.relevant_files})",
+    )
     add("--exclude", action="append", help="ids to leave out: text file or SWE-bench file")
     add(
         "--exclude-repos",
@@ -394,17 +437,56 @@ def _parser() -> argparse.ArgumentParser:
         "an evaluation row (--exclude / --exclude-repos files) or a kept instance "
         f"(default: {FilterConfig.near_dup_threshold}; 0 = off)",
     )
+    _context_flags(ap.add_argument_group("relevant files (data/context_step.py)"))
     return ap
+
+
+def _context_flags(grp: argparse._ArgumentGroup) -> None:
+    """--context and the --context-* flags, onto ContextConfig's fields (dest context_<field>)."""
+    d = ContextConfig()
+    grp.add_argument(
+        "--context",
+        dest="context_mode",
+        choices=MODES,
+        help="how the K relevant unchanged files are chosen: 'imports' (Python imports, no model) or "
+        f"'model' (ask --context-model; imports when it names nothing usable) (default: {d.mode})",
+    )
+    flags: list[tuple[str, type, str]] = [
+        ("model", str, "model for --context model: a known name or a Hugging Face directory"),
+        ("dtype", str, "the engine's weights dtype"),
+        ("batch", int, "questions per generate call"),
+        ("max-new-tokens", int, "answer length limit in tokens"),
+        ("max-model-len", int, "the engine's context length (longer questions are not asked)"),
+        ("max-tree-files", int, "candidate files shown per question, nearest the changed files first"),
+        ("max-text-chars", int, "characters of the issue and of the patch shown, each"),
+        ("gpus", float, "GPUs of the engine's Ray actor (builds on Ray only; 0 = CPU)"),
+        ("tensor-parallel-size", int, "vLLM tensor parallel size (GPU)"),
+        ("gpu-memory-utilization", float, "share of GPU memory vLLM may take"),
+        ("kv-cache-gib", int, "KV cache of a CPU engine, GiB"),
+    ]
+    for name, kind, what in flags:
+        field_name = name.replace("-", "_")
+        default = getattr(d, field_name)
+        grp.add_argument(
+            f"--context-{name}",
+            dest=f"context_{field_name}",
+            type=kind,
+            metavar=kind.__name__.upper(),
+            help=f"{what} (default: {default})",
+        )
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
     ns = {k: v for k, v in vars(_parser().parse_args(argv)).items() if v is not None}
     filter_fields = set(FilterConfig.__dataclass_fields__)
     filters = FilterConfig(**{k: v for k, v in ns.items() if k in filter_fields})
+    context = ContextConfig(**{k.removeprefix("context_"): v for k, v in ns.items() if k.startswith("context_")})
     build_args: dict[str, Any] = {
-        k: tuple(v) if isinstance(v, list) else v for k, v in ns.items() if k not in filter_fields
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in ns.items()
+        if k not in filter_fields and not k.startswith("context_")
     }
-    return BuildConfig(**build_args, filters=filters)
+    return BuildConfig(**build_args, filters=filters, context=context)
 
 
 def main(argv: list[str] | None = None) -> int:

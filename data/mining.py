@@ -9,11 +9,13 @@ Per PR: base commit (merge base, or the squash commit's parent) -> the PR's own 
 issues' text from an issue dump, else the PR title and description) -> the diff base..head
 split into test files (`test_patch`) and the rest (the oracle `patch`) -> file contents at
 both ends (`code_context`, `oracle_new_content`) -> a check that the patch maps the first onto
-the second -> relevant unchanged files within the context budget.
+the second -> relevant unchanged files within the context budget (the import rule here; with
+`--context model` the caller adds them, asking a model for a batch of rows at once).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,9 @@ class MineJob:
     relevant_files: int  # K: relevant unchanged files added to the context (0 = none)
     require_issue: bool  # FilterConfig.require_linked_issue, resolved against the inputs
     issues: IssueIndex | None  # issue dump of this repository, None without --issues
+    # `--context model`: relevant files are left to the caller, which asks a model for a whole
+    # batch of instances at once (data/context_step.py); the Outcome says which rows need them.
+    context_by_model: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class Outcome:
     reason: str  # "kept" or a filters.REASONS entry
     instance: dict[str, Any] | None = None  # the row, for "kept"
     detail: str = ""  # why, for skips (e.g. the git error)
+    needs_context: bool = False  # kept, and its relevant files are for the caller to choose
 
 
 class _Drop(Exception):
@@ -153,11 +159,15 @@ def mine_pr(repo: Repo, pr: PullRequest, job: MineJob) -> Outcome:
     """Turn one merged PR into an instance; every failure becomes a counted reason."""
     iid = instance_id(job.repo_name, pr.number)
     try:
-        return Outcome(iid, "kept", _mine_pr(repo, pr, job, iid))
+        return Outcome(iid, "kept", _mine_pr(repo, pr, job, iid), needs_context=_by_model(job))
     except _Drop as d:
         return Outcome(iid, d.reason, detail=d.detail)
     except GitError as e:
         return Outcome(iid, "git_error", detail=str(e))
+
+
+def _by_model(job: MineJob) -> bool:
+    return job.context_by_model and job.relevant_files > 0
 
 
 def _mine_pr(repo: Repo, pr: PullRequest, job: MineJob, iid: str) -> dict[str, Any]:
@@ -227,8 +237,9 @@ def _finish(
     if budget and used > budget:
         raise _Drop("context_too_long", f"{used} > {budget}")
     context = dict(context)
-    if repo is not None and job.relevant_files > 0:
-        context.update(_relevant(repo, base, context, used, job))
+    if repo is not None and job.relevant_files > 0 and not job.context_by_model:
+        candidates = relevant_candidates(repo, base, list(context), set(context))
+        context.update(add_relevant(repo, base, candidates, used, job.relevant_files, cfg))
     return dict(
         base_commit=base,
         problem_statement=statement,
@@ -238,12 +249,15 @@ def _finish(
     )
 
 
-def _relevant(repo: Repo, base: str, context: dict[str, str], used: int, job: MineJob) -> dict[str, str]:
-    """Up to K relevant unchanged files (data/context.py's rule) that fit in the budget."""
-    budget = context_limit(job.filters)
+def add_relevant(
+    repo: Repo, base: str, candidates: Iterable[str], used: int, k: int, cfg: FilterConfig
+) -> dict[str, str]:
+    """The first `k` of `candidates` (paths at `base`) that are UTF-8 and fit in the context
+    budget, `used` of which the context already takes; {path: content}."""
+    budget = context_limit(cfg)
     chosen: dict[str, str] = {}
-    for path in relevant_candidates(repo, base, list(context), set(context)):
-        if len(chosen) >= job.relevant_files:
+    for path in candidates:
+        if len(chosen) >= k:
             break
         blob = repo.blob(f"{base}:{path}")
         try:
@@ -252,7 +266,7 @@ def _relevant(repo: Repo, base: str, context: dict[str, str], used: int, job: Mi
             continue
         if text is None:
             continue
-        size = context_size([text], job.filters)
+        size = context_size([text], cfg)
         if budget and used + size > budget:
             continue
         chosen[path] = text
@@ -263,8 +277,10 @@ def _relevant(repo: Repo, base: str, context: dict[str, str], used: int, job: Mi
 def mine_swebench_row(repo: Repo | None, where: str, row: dict[str, Any], job: MineJob) -> Outcome:
     """One SWE-bench-format row -> an instance (file contents from the row itself or the clone)."""
     iid = row["instance_id"]
+    # A row that carries its own files gets no relevant files (see _mine_row).
+    needs = _by_model(job) and repo is not None and row.get("code_context") is None
     try:
-        return Outcome(iid, "kept", _mine_row(repo, where, row, job))
+        return Outcome(iid, "kept", _mine_row(repo, where, row, job), needs_context=needs)
     except _Drop as d:
         return Outcome(iid, d.reason, detail=d.detail)
     except GitError as e:
