@@ -43,9 +43,10 @@ import math
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 from omegaconf import OmegaConf
@@ -64,6 +65,9 @@ from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
 from reward.apply import apply_edits
 from reward.parse import parse_output
+
+if TYPE_CHECKING:
+    from actors.rollout import RolloutWorker
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +117,20 @@ class EvalConfig:
     tests: bool = True
     # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py).
     test_workers: int = 2
+    # "oracle_context": the quick proxy above (the oracle's files as context); "agentless": the
+    # paper's Agentless-Mini pipeline on whole repositories, resolved by tests (actors/agentless.py).
+    mode: str = "oracle_context"
+    # Local clones of the instances' repositories ("PATH" or "owner/name=PATH", as
+    # reward.execution.repos): the agentless view of the repository and the sandbox's snapshots.
+    git: list[str] = field(default_factory=list)
+    # Agentless: files the localization keeps (the top N the model names).
+    localize_top: int = 3
+    # Agentless: reproduction tests the model writes per instance (0 = none: no repro filter).
+    repro_tests: int = 4
+    # Agentless self-checks: the oracle's changed files as the localization, the oracle's patch
+    # as every repair sample; with both on every validated instance must resolve.
+    oracle_localize: bool = False
+    oracle_repair: bool = False
 
 
 class EvalConfigError(ValueError):
@@ -156,6 +174,12 @@ def validate(cfg: EvalConfig) -> None:
         raise EvalConfigError(f"temperature={cfg.temperature}: must be > 0 (greedy answers are always made too)")
     if cfg.dtype not in ("float32", "bfloat16"):
         raise EvalConfigError(f"dtype={cfg.dtype!r}: accepted values are 'float32', 'bfloat16'")
+    if cfg.mode not in ("oracle_context", "agentless"):
+        raise EvalConfigError(f"mode={cfg.mode!r}: accepted values are 'oracle_context', 'agentless'")
+    if cfg.localize_top < 1 or cfg.repro_tests < 0:
+        raise EvalConfigError("localize_top must be >= 1, repro_tests >= 0")
+    if cfg.mode != "agentless" and (cfg.oracle_localize or cfg.oracle_repair):
+        raise EvalConfigError("oracle_localize and oracle_repair are switches of mode=agentless")
 
 
 # -- instances --------------------------------------------------------------------------------
@@ -171,22 +195,29 @@ class Selection:
 
 def select_items(cfg: EvalConfig, tokenizer: Any) -> Selection:
     """The split's instances in file order, as the trainer's loader splits and encodes them."""
-    split = cfg.split if cfg.heldout_fraction > 0 else "all"
-    sel = Selection([], split)
+    sel = Selection([], cfg.split if cfg.heldout_fraction > 0 else "all")
+    for instance in split_instances(cfg, sel):
+        ids = encode_prompt(tokenizer, build_messages(instance, cfg.seed))
+        if len(ids) > cfg.max_prompt_tokens:
+            sel.dropped_too_long += 1
+            continue
+        sel.items.append(PromptItem(instance, ids))
+        if cfg.limit and len(sel.items) >= cfg.limit:
+            return sel
+    return sel
+
+
+def split_instances(cfg: EvalConfig, sel: Selection) -> Iterator[Instance]:
+    """The instances of sel.split in file order; those of the other split are counted in sel."""
     for shard in shard_files(resolve_path(cfg.data)):
         for i, row in enumerate(pq.read_table(shard).to_pylist()):
             instance = Instance.from_row(row, where=f"{shard}: row {i}")
-            if split != "all" and is_heldout(instance.instance_id, cfg.heldout_fraction) != (split == "heldout"):
+            if sel.split != "all" and is_heldout(instance.instance_id, cfg.heldout_fraction) != (
+                sel.split == "heldout"
+            ):
                 sel.skipped_other_split += 1
                 continue
-            ids = encode_prompt(tokenizer, build_messages(instance, cfg.seed))
-            if len(ids) > cfg.max_prompt_tokens:
-                sel.dropped_too_long += 1
-                continue
-            sel.items.append(PromptItem(instance, ids))
-            if cfg.limit and len(sel.items) >= cfg.limit:
-                return sel
-    return sel
+            yield instance
 
 
 # -- answers ------------------------------------------------------------------------------------
@@ -204,9 +235,9 @@ def oracle_texts(items: list[PromptItem]) -> list[str]:
     return texts
 
 
-def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
-    """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
-    from actors.rollout import GenerationRequest, RolloutWorker
+def make_worker(cfg: EvalConfig) -> RolloutWorker:
+    """One in-process rollout worker: the trainer's engine set-up for the evaluated checkpoint."""
+    from actors.rollout import RolloutWorker
 
     engine_cfg = RolloutConfig(
         temperature=cfg.temperature,
@@ -218,7 +249,14 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
         kv_cache_gib=cfg.kv_cache_gib,
     )
     run = Runtime(cfg.checkpoint, cfg.dtype, cfg.seed, devices.present(), timeout_s=float("inf"))
-    worker = RolloutWorker(engine_cfg, run, actor_id="eval", seed=cfg.seed)
+    return RolloutWorker(engine_cfg, run, actor_id="eval", seed=cfg.seed)
+
+
+def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
+    """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
+    from actors.rollout import GenerationRequest
+
+    worker = make_worker(cfg)
     try:
         greedy: list[str] = []
         sampled: list[list[str]] = []
@@ -416,7 +454,7 @@ def resolutions(
         from data.parallel import ray_session
 
         with ray_session("", cfg.test_workers):
-            pool = TestPool(ExecutionConfig(num_runners=cfg.test_workers))
+            pool = TestPool(ExecutionConfig(num_runners=cfg.test_workers, repos=list(cfg.git)))
             runs = {run.job_id: run for run in pool.run(jobs, what="answers' test runs")}
             pool.shutdown()
     keys = {key: str(n) for n, key in enumerate(patches)}
@@ -456,6 +494,10 @@ def main(argv: list[str]) -> int:
     except EvalConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if cfg.mode == "agentless":
+        from actors import agentless
+
+        return agentless.main(cfg)
     report = evaluate(cfg)
     out_dir = write(report, cfg.out)
     keys = ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled", "tests")

@@ -1,0 +1,447 @@
+"""The paper's evaluation: Agentless Mini on whole repositories, resolved by the tests.
+
+    python -m actors.evaluate mode=agentless checkpoint=DIR data=PATH [git=CLONE ...]
+        [localize_top=3] [samples=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
+
+Per instance that carries FAIL_TO_PASS (validated data; the others are counted and skipped):
+
+    localize    the model reads the issue and the repository's tree (data/repo_view.py: the
+                base commit's Python sources, from the demo snapshot or a local clone) and names
+                the files to change; the first `localize_top` that exist are kept, the others
+                counted (data/file_picks.py). One greedy answer.
+    repair      `samples` answers in the training prompt (data/prompt.py, files shuffled) with
+                the localized files whole, as many as fit `max_prompt_tokens`, in rank order;
+                edits applied (reward/apply.py), patches normalized and de-duplicated, votes
+                counted (reward/rerank.py)
+    reproduce   `repro_tests` sampled pytest files (data/agentless_prompts.py); one is kept when
+                it runs and fails on the original code in the sandbox
+    regression  each candidate with the instance's test patch: the candidate survives when
+                every PASS_TO_PASS test passes (only those outcomes are read)
+    repro       each kept reproduction test on each surviving candidate
+    rerank      majority vote among the candidates that pass every kept reproduction test (else
+                among the regression survivors, else among all), ties broken by reproduction
+                tests passed; the winner goes into predictions.jsonl
+
+The final patches' resolution is the executor's (reward/execute.py's report over runner
+results): the regression run of a candidate is exactly the executor's job for it (the candidate
+and the test patch, every FAIL_TO_PASS and PASS_TO_PASS test), so it is run once and read twice.
+`best_candidate_resolve_rate` is the ceiling a perfect reranker would reach (any candidate
+resolves). Generation reuses the trainer's rollout worker in-process (actors/evaluate.py
+make_worker), test runs the test-runner pool, so both scale with the machine they run on.
+
+Departures from the paper (Agentless Mini): one localization step (no related-element step),
+greedy; regression tests are the instance's PASS_TO_PASS only (no search for the repository's
+tests that import the edited modules); the repair's context is whole files, not windows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from actors.evaluate import PROMPTS_PER_CALL, EvalConfig, Selection, make_worker, split_instances
+from conf.config import ExecutionConfig
+from conf.io import write_text
+from conf.progress import Progress
+from data.agentless_prompts import answer_part, localize_messages, read_test_file, repro_messages, repro_test_patch
+from data.file_picks import read_picks
+from data.patching import files_patch
+from data.prompt import build_messages, encode_prompt
+from data.repo_view import RepoUnavailable, RepoView, changed_paths, open_view
+from data.schema import Instance
+from reward import OracleAnswerError, oracle_answer
+from reward.apply import apply_edits
+from reward.execution.environments import EnvSpec
+from reward.execution.runner import HOST_DEMO_SPEC, TestJob, TestRun
+from reward.execution.snapshots import clone_map
+from reward.parse import Rejected, parse_output
+from reward.rerank import Candidate, deduplicate, patch_key, vote
+
+if TYPE_CHECKING:
+    from actors.rollout import RolloutWorker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Case:
+    """One instance through the stages."""
+
+    instance: Instance
+    view: RepoView
+    oracle_files: list[str]  # what a perfect localization names
+    localized: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # named paths that are not in the tree
+    context: dict[str, str] = field(default_factory=dict)  # the repair prompt's files
+    generated: int = 0
+    applied: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+    repro_written: int = 0  # answers with a test file in them
+    repro_kept: list[str] = field(default_factory=list)  # test patches that fail on the original code
+    runs: list[TestRun | None] = field(default_factory=list)  # regression run per candidate
+    regression_ok: list[bool] = field(default_factory=list)
+    repro_passed: list[int] = field(default_factory=list)
+    winner: int | None = None
+
+    @property
+    def iid(self) -> str:
+        return self.instance.instance_id
+
+
+class Generator:
+    """Chat prompts -> completions on one rollout worker, started on first use (the oracle
+    switches with repro_tests=0 need no engine)."""
+
+    def __init__(self, cfg: EvalConfig, tokenizer: Any) -> None:
+        self.cfg, self.tokenizer = cfg, tokenizer
+        self.worker: RolloutWorker | None = None
+
+    def encode(self, messages: list[dict[str, str]]) -> list[int] | None:
+        ids = encode_prompt(self.tokenizer, messages)
+        return ids if len(ids) <= self.cfg.max_prompt_tokens else None
+
+    def __call__(self, stage: str, prompts: list[tuple[str, list[int]]], n: int, temperature: float) -> list[list[str]]:
+        from actors.rollout import GenerationRequest
+
+        if self.worker is None:
+            self.worker = make_worker(self.cfg)
+        worker = self.worker
+        out: list[list[str]] = []
+        with Progress("eval", f"{stage} prompts", len(prompts), emit=log.info) as progress:
+            for start in range(0, len(prompts), PROMPTS_PER_CALL):
+                chunk = prompts[start : start + PROMPTS_PER_CALL]
+                requests = [
+                    GenerationRequest(f"{stage}/{key}", ids, n, _seed(self.cfg.seed, stage, key), temperature)
+                    for key, ids in chunk
+                ]
+                out += [[c.text for c in r.completions] for r in worker.generate(requests)]
+                progress.update(len(chunk))
+        return out
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.shutdown()
+            self.worker = None
+
+
+def _seed(seed: int, stage: str, key: str) -> int:
+    return zlib.crc32(f"{seed}/{stage}/{key}".encode()) & 0x7FFFFFFF
+
+
+# -- the model's stages -----------------------------------------------------------------------------
+
+
+def localize(cfg: EvalConfig, cases: list[Case], gen: Generator) -> dict[str, Any]:
+    """Fill case.localized: the oracle's files, or the model's top N that exist."""
+    too_long = 0
+    if cfg.oracle_localize:
+        for case in cases:
+            case.localized = list(case.oracle_files)
+    else:
+        prompts = []
+        for case in cases:
+            ids = gen.encode(localize_messages(case.instance.problem_statement, case.view.files, cfg.localize_top))
+            if ids is None:
+                too_long += 1
+            else:
+                prompts.append((case.iid, ids))
+        answers = dict(zip([k for k, _ in prompts], gen("localize", prompts, 1, 0.0), strict=True))
+        for case in cases:
+            if case.iid in answers:
+                picks = read_picks(answer_part(answers[case.iid][0]), case.view.files, cfg.localize_top)
+                case.localized, case.unknown = picks.paths, picks.unknown
+    recalls = [len(set(c.localized) & set(c.oracle_files)) / len(c.oracle_files) for c in cases if c.oracle_files]
+    return {
+        "top_n": cfg.localize_top,
+        "recall_at_n": _mean(recalls),
+        "all_found_rate": _mean([float(r == 1.0) for r in recalls]),
+        "files_named_mean": _mean([float(len(c.localized)) for c in cases]),
+        "unknown_paths": sum(len(c.unknown) for c in cases),
+        "instances_naming_unknown_paths": sum(bool(c.unknown) for c in cases),
+        "tree_files_mean": _mean([float(len(c.view.files)) for c in cases]),
+        "dropped_too_long": too_long,
+    }
+
+
+def repair_context(gen: Generator, case: Case, seed: int) -> tuple[dict[str, str], list[int] | None]:
+    """The localized files, whole, in rank order while the training prompt fits; its ids."""
+    context: dict[str, str] = {}
+    ids = None
+    for path in case.localized:
+        content = case.view.read(path)
+        if content is None:
+            continue
+        trial = {**context, path: content}
+        trial_ids = gen.encode(build_messages(replace(case.instance, code_context=trial), seed))
+        if trial_ids is None:
+            break
+        context, ids = trial, trial_ids
+    return context, ids
+
+
+def repair(cfg: EvalConfig, cases: list[Case], gen: Generator) -> None:
+    """Fill case.candidates: S answers (or the oracle's), applied, normalized, de-duplicated."""
+    texts: dict[str, list[str]] = {}
+    prompts = []
+    for case in cases:
+        case.context, ids = repair_context(gen, case, cfg.seed)
+        if cfg.oracle_repair:
+            texts[case.iid] = [_oracle_text(case.instance)] * cfg.samples
+        elif ids is not None:
+            prompts.append((case.iid, ids))
+    if prompts:
+        answers = gen("repair", prompts, cfg.samples, cfg.temperature)
+        texts |= dict(zip([k for k, _ in prompts], answers, strict=True))
+    for case in cases:
+        samples = texts.get(case.iid, [])
+        case.generated = len(samples)
+        applied = [(patch_key(new), files_patch(case.context, new, set())) for t in samples if (new := _apply(case, t))]
+        case.applied = len(applied)
+        case.candidates = deduplicate(applied)
+
+
+def _oracle_text(instance: Instance) -> str:
+    try:
+        return oracle_answer(instance.code_context, instance.oracle_new_content)
+    except OracleAnswerError as exc:
+        log.warning("[agentless] %s: no oracle answer (%s)", instance.instance_id, exc)
+        return ""
+
+
+def _apply(case: Case, text: str) -> dict[str, str] | None:
+    """The files an answer changes (new content; "" = deleted), None when it does not apply."""
+    try:
+        applied = apply_edits(case.context, parse_output(text))
+    except Rejected:
+        return None
+    changed = {p: c for p, c in applied.new_content.items() if c != case.context.get(p, "")}
+    return changed if changed and not applied.oversized else None
+
+
+def write_repro_tests(cfg: EvalConfig, cases: list[Case], gen: Generator) -> list[tuple[Case, str]]:
+    """R sampled reproduction tests per instance, as test patches (those with a test file)."""
+    if cfg.repro_tests == 0:
+        return []
+    prompts = []
+    for case in cases:
+        files = {p: c for p in case.localized if (c := case.view.read(p)) is not None}
+        ids = gen.encode(repro_messages(case.instance.problem_statement, files))
+        if ids is not None:
+            prompts.append((case, ids))
+    answers = gen("reproduce", [(c.iid, ids) for c, ids in prompts], cfg.repro_tests, cfg.temperature)
+    written = []
+    for (case, _), texts in zip(prompts, answers, strict=True):
+        tests = [t for text in texts if (t := read_test_file(text)) is not None]
+        case.repro_written = len(tests)
+        written += [(case, repro_test_patch(t)) for t in tests]
+    return written
+
+
+# -- the test stages -----------------------------------------------------------------------------------
+
+RunJobs = Callable[[list[TestJob], str], list[TestRun]]
+
+
+def reproduces(run: TestRun) -> bool:
+    """A reproduction test is kept when it ran and at least one of its tests failed (an error,
+    e.g. a test that does not import, reproduces nothing)."""
+    return run.status == "ok" and "failed" in run.outcomes.values()
+
+
+def passes(run: TestRun) -> bool:
+    return run.status == "ok" and bool(run.outcomes) and all(v == "passed" for v in run.outcomes.values())
+
+
+def keeps_regressions(instance: Instance, run: TestRun) -> bool:
+    return run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in instance.pass_to_pass or ())
+
+
+def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJobs, seconds: dict[str, float]) -> None:
+    """The sandbox stages: reproduction tests on the original code, regression runs, then each
+    kept reproduction test on each regression survivor."""
+    start = time.perf_counter()
+    checks = run_jobs(
+        [TestJob(c.instance, "", f"check/{n}", test_patch=p) for n, (c, p) in enumerate(written)], "repro checks"
+    )
+    for (case, test_patch), run in zip(written, checks, strict=True):
+        if reproduces(run):
+            case.repro_kept.append(test_patch)
+    seconds["repro_check"] = time.perf_counter() - start
+    start = time.perf_counter()
+    jobs = [
+        (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/{i}")) for c in cases for i, cand in enumerate(c.candidates)
+    ]
+    regressions = run_jobs([job for _, _, job in jobs], "regression runs")
+    for case in cases:
+        case.runs = [None] * len(case.candidates)
+        case.repro_passed = [0] * len(case.candidates)
+    for (case, i, _), run in zip(jobs, regressions, strict=True):
+        case.runs[i] = run
+    for case in cases:
+        case.regression_ok = [r is not None and keeps_regressions(case.instance, r) for r in case.runs]
+    seconds["regression"] = time.perf_counter() - start
+    start = time.perf_counter()
+    pairs = [(c, i, t) for c in cases for i, ok in enumerate(c.regression_ok) if ok for t in c.repro_kept]
+    repro = run_jobs(
+        [TestJob(c.instance, c.candidates[i].patch, f"repro/{n}", test_patch=t) for n, (c, i, t) in enumerate(pairs)],
+        "repro runs",
+    )
+    for (case, i, _), run in zip(pairs, repro, strict=True):
+        case.repro_passed[i] += passes(run)
+    seconds["repro_on_candidates"] = time.perf_counter() - start
+
+
+def rerank(case: Case) -> dict[str, int]:
+    """Set case.winner; the candidates left at each filter."""
+    indices = list(range(len(case.candidates)))
+    survivors = [i for i in indices if case.regression_ok[i]]
+    full = [i for i in survivors if case.repro_kept and case.repro_passed[i] == len(case.repro_kept)]
+    pool = full or survivors or indices
+    best = vote([case.candidates[i] for i in pool], [case.repro_passed[i] for i in pool])
+    case.winner = None if best is None else pool[best]
+    return {"survive_regression": len(survivors), "survive_repro": len(full) if case.repro_kept else 0}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+# -- the command ------------------------------------------------------------------------------------
+
+
+def open_cases(cfg: EvalConfig) -> tuple[list[Case], dict[str, Any]]:
+    """The split's validated instances (FAIL_TO_PASS) with a readable repository."""
+    sel = Selection([], cfg.split if cfg.heldout_fraction > 0 else "all")
+    clones = clone_map(cfg.git)
+    cases: list[Case] = []
+    counts = {"unvalidated": 0, "no_repository": 0}
+    for instance in split_instances(cfg, sel):
+        if not instance.fail_to_pass:
+            counts["unvalidated"] += 1
+            continue
+        spec = EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC
+        try:
+            view = open_view(instance, spec.snapshot, clones)
+        except RepoUnavailable as exc:
+            log.warning("[agentless] %s: skipped (%s)", instance.instance_id, exc)
+            counts["no_repository"] += 1
+            continue
+        cases.append(Case(instance, view, changed_paths(instance, view.files)))
+        if cfg.limit and len(cases) >= cfg.limit:
+            break
+    return cases, {"split": sel.split, "skipped_other_split": sel.skipped_other_split, **counts}
+
+
+def pool_runner(cfg: EvalConfig) -> tuple[RunJobs, Callable[[], None]]:
+    """run_jobs on a test-runner pool on a local Ray (started on the first jobs), and its closer."""
+    from actors.test_pool import TestPool
+    from data.parallel import ray_session
+
+    state: dict[str, Any] = {}
+
+    def run_jobs(jobs: list[TestJob], what: str) -> list[TestRun]:
+        if not jobs:
+            return []
+        if "pool" not in state:
+            state["session"] = ray_session("", cfg.test_workers)
+            state["session"].__enter__()
+            state["pool"] = TestPool(ExecutionConfig(num_runners=cfg.test_workers, repos=list(cfg.git)))
+        return state["pool"].run(jobs, what=what)
+
+    def close() -> None:
+        if "pool" in state:
+            state.pop("pool").shutdown()
+            state.pop("session").__exit__(None, None, None)
+
+    return run_jobs, close
+
+
+def evaluate(cfg: EvalConfig, run_jobs: RunJobs | None = None) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Every stage on the split's validated instances: (summary, predictions)."""
+    from transformers import AutoTokenizer
+
+    from reward.execute import report
+
+    started = time.perf_counter()
+    seconds: dict[str, float] = {}
+    cases, selection = open_cases(cfg)
+    log.info("[agentless] %d validated instances (%s)", len(cases), selection)
+    gen = Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
+    try:
+        start = time.perf_counter()
+        localization = localize(cfg, cases, gen)
+        seconds["localize"], start = time.perf_counter() - start, time.perf_counter()
+        repair(cfg, cases, gen)
+        seconds["repair"], start = time.perf_counter() - start, time.perf_counter()
+        written = write_repro_tests(cfg, cases, gen)
+        seconds["reproduce"] = time.perf_counter() - start
+    finally:
+        gen.close()
+    close: Callable[[], None] = lambda: None  # noqa: E731
+    if run_jobs is None:
+        run_jobs, close = pool_runner(cfg)
+    try:
+        run_tests(cases, written, run_jobs, seconds)
+    finally:
+        close()
+    filters = [rerank(case) for case in cases]
+    name = cfg.model_name or cfg.checkpoint
+    predictions = [{"instance_id": c.iid, "model_name_or_path": name, "model_patch": _final_patch(c)} for c in cases]
+    final_runs = {c.iid: c.runs[c.winner] for c in cases if c.winner is not None and c.runs[c.winner] is not None}
+    harness = report(predictions, final_runs, [])
+    resolved_any = [any(bool(r and r.resolved) for r in c.runs) for c in cases]
+    seconds["total"] = time.perf_counter() - started
+    summary = {
+        "checkpoint": cfg.checkpoint,
+        "data": cfg.data,
+        "mode": "agentless",
+        "oracle_localize": cfg.oracle_localize,
+        "oracle_repair": cfg.oracle_repair,
+        "instances": len(cases),
+        **selection,
+        "localization": localization,
+        "reproduction": {
+            "written": sum(c.repro_written for c in cases),
+            "kept": sum(len(c.repro_kept) for c in cases),
+            "instances_with_kept_test": sum(bool(c.repro_kept) for c in cases),
+            "per_instance": cfg.repro_tests,
+        },
+        "candidates": {
+            "generated": sum(c.generated for c in cases),
+            "applied": sum(c.applied for c in cases),
+            "unique": sum(len(c.candidates) for c in cases),
+            "survive_regression": sum(f["survive_regression"] for f in filters),
+            "survive_repro": sum(f["survive_repro"] for f in filters),
+        },
+        "resolved": harness["resolved"],
+        "resolve_rate": harness["resolved"] / len(cases) if cases else 0.0,
+        "best_candidate_resolve_rate": _mean([float(r) for r in resolved_any]),
+        "report": {k: harness[k] for k in ("submitted", "completed", "unresolved", "error", "empty_patch")},
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "config": asdict(cfg),
+    }
+    return summary | {"harness": harness}, predictions
+
+
+def _final_patch(case: Case) -> str:
+    return "" if case.winner is None else case.candidates[case.winner].patch
+
+
+def main(cfg: EvalConfig) -> int:
+    """Run the pipeline; write summary.json, report.json (SWE-bench's fields) and predictions.jsonl."""
+    summary, predictions = evaluate(cfg)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "report.json", json.dumps(summary.pop("harness"), indent=1) + "\n")
+    write_text(out / "predictions.jsonl", "".join(json.dumps(p) + "\n" for p in predictions))
+    write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    keys = ("instances", "localization", "reproduction", "candidates", "resolve_rate", "best_candidate_resolve_rate")
+    print(json.dumps({k: summary[k] for k in keys} | {"seconds": summary["seconds"]}, indent=2))
+    log.info("[agentless] wrote %s/summary.json, report.json, predictions.jsonl", out)
+    return 0
