@@ -170,9 +170,11 @@ def localize(cfg: EvalConfig, cases: list[Case], gen: Generator) -> dict[str, An
 
 
 def repair_context(gen: Generator, case: Case, seed: int) -> tuple[dict[str, str], list[int] | None]:
-    """The localized files, whole, in rank order while the training prompt fits; its ids."""
+    """The localized files, whole, in rank order while the training prompt fits; its ids (None
+    when even the prompt without files does not fit). With no file the model is still asked:
+    its only possible edits create files, and its samples count as generated."""
     context: dict[str, str] = {}
-    ids = None
+    ids = gen.encode(build_messages(replace(case.instance, code_context={}), seed))
     for path in case.localized:
         content = case.view.read(path)
         if content is None:
@@ -362,8 +364,11 @@ def pool_runner(cfg: EvalConfig) -> tuple[RunJobs, Callable[[], None]]:
     return run_jobs, close
 
 
-def evaluate(cfg: EvalConfig, run_jobs: RunJobs | None = None) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """Every stage on the split's validated instances: (summary, predictions)."""
+def evaluate(
+    cfg: EvalConfig, run_jobs: RunJobs | None = None, gen: Generator | None = None
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Every stage on the split's validated instances: (summary, predictions). `run_jobs` and
+    `gen` replace the test-runner pool and the engine (tests: a local Runner, scripted answers)."""
     from transformers import AutoTokenizer
 
     from reward.execute import report
@@ -372,7 +377,7 @@ def evaluate(cfg: EvalConfig, run_jobs: RunJobs | None = None) -> tuple[dict[str
     seconds: dict[str, float] = {}
     cases, selection = open_cases(cfg)
     log.info("[agentless] %d validated instances (%s)", len(cases), selection)
-    gen = Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
+    gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
     try:
         start = time.perf_counter()
         localization = localize(cfg, cases, gen)
@@ -418,6 +423,7 @@ def evaluate(cfg: EvalConfig, run_jobs: RunJobs | None = None) -> tuple[dict[str
             "unique": sum(len(c.candidates) for c in cases),
             "survive_regression": sum(f["survive_regression"] for f in filters),
             "survive_repro": sum(f["survive_repro"] for f in filters),
+            "instances_without_files": sum(not c.context for c in cases),
         },
         "resolved": harness["resolved"],
         "resolve_rate": harness["resolved"] / len(cases) if cases else 0.0,
