@@ -3,6 +3,15 @@
     python -m actors.evaluate checkpoint=runs/default/hf data=demo [split=heldout]
         [heldout_fraction=0.1] [samples=16] [temperature=1.0] [max_new_tokens=512] [out=runs/eval]
     python -m actors.evaluate checkpoint=... data=... --oracle      # harness self-check
+    python -m actors.evaluate mode=agentless checkpoint=... data=... [git=CLONE] [localize_top=3]
+        [samples=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
+
+Two modes. `mode=oracle_context` (the default, described below) is the quick proxy the paper
+also reports: the model is handed the oracle's files and scored by the reward. `mode=agentless`
+is how the paper measured SWE-bench: localization on the repository's tree, repair with whole
+files, reproduction and regression tests, a vote, resolution by the tests; it lives in
+actors/agentless.py (its docstring has the stages and summary.json's figures), this module
+only parses the shared arguments and dispatches.
 
 The instances are those the trainer holds out with the same `heldout_fraction` (the hash rule
 of data.loader.is_heldout; `split=train` gives the others), or all of them when the fraction
@@ -138,7 +147,10 @@ class EvalConfigError(ValueError):
 
 
 def parse_args(argv: list[str]) -> EvalConfig:
-    """`key=value` arguments (and `--oracle`) -> a validated EvalConfig; unknown keys are named."""
+    """`key=value` arguments (and `--oracle`) -> a validated EvalConfig; unknown keys are named.
+    `git=PATH` may be repeated, one clone each (as `--git` of reward.execute), or be a list."""
+    clones = [a.split("=", 1)[1] for a in argv if a.startswith("git=") and not a.startswith("git=[")]
+    argv = [a for a in argv if not a.startswith("git=") or a.startswith("git=[")]
     dotlist = ["oracle=true" if a == "--oracle" else a for a in argv]
     bad = [a for a in dotlist if "=" not in a]
     if bad:
@@ -151,6 +163,7 @@ def parse_args(argv: list[str]) -> EvalConfig:
         raise EvalConfigError(f"{exc.full_key}: {str(exc).splitlines()[0]}") from exc
     cfg = OmegaConf.to_object(merged)
     assert isinstance(cfg, EvalConfig)
+    cfg.git = [*cfg.git, *clones]
     validate(cfg)
     return cfg
 

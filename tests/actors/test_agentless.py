@@ -139,3 +139,18 @@ def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [p["model_patch"] for p in predictions] == ["", ""]
     assert "[eval] 2/2 localize prompts" in proc.stdout + proc.stderr  # progress per stage
+
+
+def test_agentless_arguments(tiny, capsys):
+    assert _cfg(tiny, "git=/clones/requests", "git=psf/flask=/m/flask").git == [
+        "/clones/requests",
+        "psf/flask=/m/flask",
+    ]
+    assert _cfg(tiny, "git=[/a,/b]").git == ["/a", "/b"]
+    for args, message in (
+        (["mode=agentic"], "mode='agentic'"),
+        (["mode=agentless", "localize_top=0"], "localize_top must be >= 1"),
+        (["oracle_repair=true"], "switches of mode=agentless"),
+    ):
+        assert ev.main([f"checkpoint={tiny}", *args]) == 2
+        assert message in capsys.readouterr().err
