@@ -109,9 +109,7 @@ class Generator:
     def __call__(self, stage: str, prompts: list[tuple[str, list[int]]], n: int, temperature: float) -> list[list[str]]:
         from actors.rollout import GenerationRequest
 
-        if self.worker is None:
-            self.worker = make_worker(self.cfg)
-        worker = self.worker
+        worker = self.start()
         out: list[list[str]] = []
         with Progress("eval", f"{stage} prompts", len(prompts), emit=log.info) as progress:
             for start in range(0, len(prompts), PROMPTS_PER_CALL):
@@ -123,6 +121,11 @@ class Generator:
                 out += [[c.text for c in r.completions] for r in worker.generate(requests)]
                 progress.update(len(chunk))
         return out
+
+    def start(self) -> RolloutWorker:
+        if self.worker is None:
+            self.worker = make_worker(self.cfg)
+        return self.worker
 
     def close(self) -> None:
         if self.worker is not None:
@@ -341,10 +344,17 @@ def open_cases(cfg: EvalConfig) -> tuple[list[Case], dict[str, Any]]:
 
 
 def pool_runner(cfg: EvalConfig) -> tuple[RunJobs, Callable[[], None]]:
-    """run_jobs on a test-runner pool on a local Ray (started on the first jobs), and its closer."""
+    """run_jobs on a test-runner pool on a local Ray (started on the first jobs), and its closer;
+    with test_workers=0, one Runner in this process (no Ray: small runs on a loaded machine)."""
     from actors.test_pool import TestPool
     from data.parallel import ray_session
 
+    exec_cfg = ExecutionConfig(num_runners=max(cfg.test_workers, 1), repos=list(cfg.git))
+    if cfg.test_workers == 0:
+        from reward.execution.runner import Runner
+
+        runner = Runner(exec_cfg)
+        return lambda jobs, what: [runner.run(job) for job in jobs], lambda: None
     state: dict[str, Any] = {}
 
     def run_jobs(jobs: list[TestJob], what: str) -> list[TestRun]:
@@ -353,7 +363,7 @@ def pool_runner(cfg: EvalConfig) -> tuple[RunJobs, Callable[[], None]]:
         if "pool" not in state:
             state["session"] = ray_session("", cfg.test_workers)
             state["session"].__enter__()
-            state["pool"] = TestPool(ExecutionConfig(num_runners=cfg.test_workers, repos=list(cfg.git)))
+            state["pool"] = TestPool(exec_cfg)
         return state["pool"].run(jobs, what=what)
 
     def close() -> None:
@@ -380,6 +390,9 @@ def evaluate(
     gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
     try:
         start = time.perf_counter()
+        if cases and not (cfg.oracle_localize and cfg.oracle_repair and cfg.repro_tests == 0):
+            gen.start()  # timed on its own: the stages' seconds are their own work
+        seconds["engine_start"], start = time.perf_counter() - start, time.perf_counter()
         localization = localize(cfg, cases, gen)
         seconds["localize"], start = time.perf_counter() - start, time.perf_counter()
         repair(cfg, cases, gen)

@@ -124,7 +124,8 @@ class EvalConfig:
     # Run the instances' tests on the answers whose edits apply, when the instances carry
     # FAIL_TO_PASS (schema v3): resolve_rate (greedy) and resolved_any (any sample resolves).
     tests: bool = True
-    # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py).
+    # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py); with
+    # mode=agentless, 0 runs them one by one in this process, without Ray.
     test_workers: int = 2
     # "oracle_context": the quick proxy above (the oracle's files as context); "agentless": the
     # paper's Agentless-Mini pipeline on whole repositories, resolved by tests (actors/agentless.py).
@@ -191,6 +192,8 @@ def validate(cfg: EvalConfig) -> None:
         raise EvalConfigError(f"mode={cfg.mode!r}: accepted values are 'oracle_context', 'agentless'")
     if cfg.localize_top < 1 or cfg.repro_tests < 0:
         raise EvalConfigError("localize_top must be >= 1, repro_tests >= 0")
+    if cfg.test_workers < (0 if cfg.mode == "agentless" else 1):
+        raise EvalConfigError(f"test_workers={cfg.test_workers}: must be >= 1 (>= 0 with mode=agentless)")
     if cfg.mode != "agentless" and (cfg.oracle_localize or cfg.oracle_repair):
         raise EvalConfigError("oracle_localize and oracle_repair are switches of mode=agentless")
 

@@ -47,6 +47,9 @@ class Scripted(agentless.Generator):
     def encode(self, messages: list[dict[str, str]]) -> list[int] | None:
         return [0]
 
+    def start(self):
+        return None
+
     def __call__(self, stage, prompts, n, temperature):
         self.calls.append(stage)
         return [self.script[stage](key)[:n] for key, _ in prompts]
@@ -76,8 +79,9 @@ def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
 
 @needs_sandbox
 def test_with_both_oracle_switches_every_instance_resolves(tiny, tmp_path):
-    cfg = _cfg(tiny, "limit=3", "samples=2", "repro_tests=0", "oracle_localize=true", "oracle_repair=true")
-    summary, predictions = agentless.evaluate(cfg, _local_runs(tmp_path))
+    switches = ("oracle_localize=true", "oracle_repair=true", "repro_tests=0")
+    cfg = _cfg(tiny, "limit=3", "samples=2", *switches, "test_workers=0")  # in this process: no Ray
+    summary, predictions = agentless.evaluate(cfg)
     assert summary["instances"] == 3 and summary["localization"]["recall_at_n"] == 1.0
     assert summary["candidates"] | {"instances_without_files": 0} == {
         "generated": 6,
@@ -133,7 +137,7 @@ def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
     # A random model names no file, writes no edit and no test: every count after generation is 0.
     assert summary["candidates"]["generated"] == 4 and summary["candidates"]["applied"] == 0
     assert summary["reproduction"]["kept"] == 0 and summary["resolve_rate"] == 0.0
-    assert set(summary["seconds"]) >= {"localize", "repair", "reproduce", "regression", "total"}
+    assert set(summary["seconds"]) >= {"engine_start", "localize", "repair", "reproduce", "regression", "total"}
     report = json.loads((out / "report.json").read_text())
     assert report["total_predictions"] == 2 and report["empty_patch"] == 2
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
