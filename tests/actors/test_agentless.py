@@ -80,14 +80,14 @@ def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
 @needs_sandbox
 def test_with_both_oracle_switches_every_instance_resolves(tiny, tmp_path):
     switches = ("oracle_localize=true", "oracle_repair=true", "repro_tests=0")
-    cfg = _cfg(tiny, "limit=3", "samples=2", *switches, "test_workers=0")  # in this process: no Ray
+    cfg = _cfg(tiny, "limit=2", "samples=2", *switches, "test_workers=0")  # in this process: no Ray
     summary, predictions = agentless.evaluate(cfg)
-    assert summary["instances"] == 3 and summary["localization"]["recall_at_n"] == 1.0
-    assert summary["candidates"] | {"instances_without_files": 0} == {
-        "generated": 6,
-        "applied": 6,
-        "unique": 3,  # the two identical samples of each instance are one candidate
-        "survive_regression": 3,
+    assert summary["instances"] == 2 and summary["localization"]["recall_at_n"] == 1.0
+    assert summary["candidates"] == {
+        "generated": 4,
+        "applied": 4,
+        "unique": 2,  # the two identical samples of each instance are one candidate
+        "survive_regression": 2,
         "survive_repro": 0,
         "instances_without_files": 0,
     }
