@@ -22,7 +22,8 @@ Per instance that carries FAIL_TO_PASS (validated data; the others are counted a
                 among the regression survivors, else among all), ties broken by reproduction
                 tests passed; the winner goes into predictions.jsonl
 
-The final patches' resolution is the executor's (reward/execute.py's report over runner
+The sandbox stages and the rerank live in actors/agentless_filters.py. The final patches'
+resolution is the executor's (reward/execute.py's report over runner
 results): the regression run of a candidate is exactly the executor's job for it (the candidate
 and the test patch, every FAIL_TO_PASS and PASS_TO_PASS test), so it is run once and read twice.
 `best_candidate_resolve_rate` is the ceiling a perfect reranker would reach (any candidate
@@ -41,10 +42,11 @@ import logging
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from actors.agentless_filters import Case, RunJobs, rerank, run_tests
 from actors.evaluate import PROMPTS_PER_CALL, EvalConfig, Selection, make_worker, split_instances
 from conf.config import ExecutionConfig
 from conf.io import write_text
@@ -53,7 +55,7 @@ from data.agentless_prompts import answer_part, localize_messages, read_test_fil
 from data.file_picks import read_picks
 from data.patching import files_patch
 from data.prompt import build_messages, encode_prompt
-from data.repo_view import RepoUnavailable, RepoView, changed_paths, open_view
+from data.repo_view import RepoUnavailable, changed_paths, open_view
 from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer
 from reward.apply import apply_edits
@@ -61,37 +63,12 @@ from reward.execution.environments import EnvSpec
 from reward.execution.runner import HOST_DEMO_SPEC, TestJob, TestRun
 from reward.execution.snapshots import clone_map
 from reward.parse import Rejected, parse_output
-from reward.rerank import Candidate, deduplicate, patch_key, vote
+from reward.rerank import deduplicate, patch_key
 
 if TYPE_CHECKING:
     from actors.rollout import RolloutWorker
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Case:
-    """One instance through the stages."""
-
-    instance: Instance
-    view: RepoView
-    oracle_files: list[str]  # what a perfect localization names
-    localized: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)  # named paths that are not in the tree
-    context: dict[str, str] = field(default_factory=dict)  # the repair prompt's files
-    generated: int = 0
-    applied: int = 0
-    candidates: list[Candidate] = field(default_factory=list)
-    repro_written: int = 0  # answers with a test file in them
-    repro_kept: list[str] = field(default_factory=list)  # test patches that fail on the original code
-    runs: list[TestRun | None] = field(default_factory=list)  # regression run per candidate
-    regression_ok: list[bool] = field(default_factory=list)
-    repro_passed: list[int] = field(default_factory=list)
-    winner: int | None = None
-
-    @property
-    def iid(self) -> str:
-        return self.instance.instance_id
 
 
 class Generator:
@@ -248,75 +225,6 @@ def write_repro_tests(cfg: EvalConfig, cases: list[Case], gen: Generator) -> lis
     return written
 
 
-# -- the test stages -----------------------------------------------------------------------------------
-
-RunJobs = Callable[[list[TestJob], str], list[TestRun]]
-
-
-def reproduces(run: TestRun) -> bool:
-    """A reproduction test is kept when it ran and at least one of its tests failed (an error,
-    e.g. a test that does not import, reproduces nothing)."""
-    return run.status == "ok" and "failed" in run.outcomes.values()
-
-
-def passes(run: TestRun) -> bool:
-    return run.status == "ok" and bool(run.outcomes) and all(v == "passed" for v in run.outcomes.values())
-
-
-def keeps_regressions(instance: Instance, run: TestRun) -> bool:
-    return run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in instance.pass_to_pass or ())
-
-
-def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJobs, seconds: dict[str, float]) -> None:
-    """The sandbox stages: reproduction tests on the original code, regression runs, then each
-    kept reproduction test on each regression survivor."""
-    start = time.perf_counter()
-    checks = run_jobs(
-        [TestJob(c.instance, "", f"check/{n}", test_patch=p) for n, (c, p) in enumerate(written)], "repro checks"
-    )
-    for (case, test_patch), run in zip(written, checks, strict=True):
-        if reproduces(run):
-            case.repro_kept.append(test_patch)
-    seconds["repro_check"] = time.perf_counter() - start
-    start = time.perf_counter()
-    jobs = [
-        (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/{i}")) for c in cases for i, cand in enumerate(c.candidates)
-    ]
-    regressions = run_jobs([job for _, _, job in jobs], "regression runs")
-    for case in cases:
-        case.runs = [None] * len(case.candidates)
-        case.repro_passed = [0] * len(case.candidates)
-    for (case, i, _), run in zip(jobs, regressions, strict=True):
-        case.runs[i] = run
-    for case in cases:
-        case.regression_ok = [r is not None and keeps_regressions(case.instance, r) for r in case.runs]
-    seconds["regression"] = time.perf_counter() - start
-    start = time.perf_counter()
-    pairs = [(c, i, t) for c in cases for i, ok in enumerate(c.regression_ok) if ok for t in c.repro_kept]
-    repro = run_jobs(
-        [TestJob(c.instance, c.candidates[i].patch, f"repro/{n}", test_patch=t) for n, (c, i, t) in enumerate(pairs)],
-        "repro runs",
-    )
-    for (case, i, _), run in zip(pairs, repro, strict=True):
-        case.repro_passed[i] += passes(run)
-    seconds["repro_on_candidates"] = time.perf_counter() - start
-
-
-def rerank(case: Case) -> dict[str, int]:
-    """Set case.winner; the candidates left at each filter."""
-    indices = list(range(len(case.candidates)))
-    survivors = [i for i in indices if case.regression_ok[i]]
-    full = [i for i in survivors if case.repro_kept and case.repro_passed[i] == len(case.repro_kept)]
-    pool = full or survivors or indices
-    best = vote([case.candidates[i] for i in pool], [case.repro_passed[i] for i in pool])
-    case.winner = None if best is None else pool[best]
-    return {"survive_regression": len(survivors), "survive_repro": len(full) if case.repro_kept else 0}
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
 # -- the command ------------------------------------------------------------------------------------
 
 
@@ -464,3 +372,7 @@ def main(cfg: EvalConfig) -> int:
     print(json.dumps({k: summary[k] for k in keys} | {"seconds": summary["seconds"]}, indent=2))
     log.info("[agentless] wrote %s/summary.json, report.json, predictions.jsonl", out)
     return 0
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0

@@ -17,6 +17,7 @@ import pytest
 
 from actors import agentless
 from actors import evaluate as ev
+from actors.agentless_filters import Case
 from conf.config import ExecutionConfig, ModelConfig
 from data.demo import load_demo_rows
 from data.patching import apply_patch
@@ -67,7 +68,7 @@ def _cfg(tiny: str, *args: str) -> ev.EvalConfig:
 def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
     inst = Instance.from_row(load_demo_rows()[1])  # demo__calspan-8: changes calspan/months.py and span.py
     view = files_view(inst)
-    case = agentless.Case(inst, view, changed_paths(inst, view.files))
+    case = Case(inst, view, changed_paths(inst, view.files))
     answer = "Sure! The files are:\n1. `calspan/nowhere.py`\n2. ./months.py\n3. lib/calspan/span.py\n"
     gen = Scripted(_cfg(tiny), {"localize": lambda key: [answer]})
     figures = agentless.localize(_cfg(tiny, "localize_top=3"), [case], gen)
