@@ -30,6 +30,14 @@ and the test patch, every FAIL_TO_PASS and PASS_TO_PASS test), so it is run once
 resolves). Generation reuses the trainer's rollout worker in-process (actors/evaluate.py
 make_worker), test runs the test-runner pool, so both scale with the machine they run on.
 
+summary.json: `localization` (recall_at_n of the oracle's changed files that exist at the base
+commit, all_found_rate, unknown_paths and the instances naming them, dropped_too_long),
+`reproduction` (written, kept, instances_with_kept_test), `candidates` (generated, applied,
+unique, survive_regression, survive_repro: on instances with a kept test), `resolve_rate`,
+`best_candidate_resolve_rate`, `report` (the executor's counts; report.json has its ids) and
+`seconds` per stage (engine_start, localize, repair, reproduce, repro_check, regression,
+repro_on_candidates, total). `test_workers=0` runs the tests in this process, without Ray.
+
 Departures from the paper (Agentless Mini): one localization step (no related-element step),
 greedy; regression tests are the instance's PASS_TO_PASS only (no search for the repository's
 tests that import the edited modules); the repair's context is whole files, not windows.
