@@ -3,6 +3,15 @@
     python -m actors.evaluate checkpoint=runs/default/hf data=demo [split=heldout]
         [heldout_fraction=0.1] [samples=16] [temperature=1.0] [max_new_tokens=512] [out=runs/eval]
     python -m actors.evaluate checkpoint=... data=... --oracle      # harness self-check
+    python -m actors.evaluate mode=agentless checkpoint=... data=... [git=CLONE] [localize_top=3]
+        [samples=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
+
+Two modes. `mode=oracle_context` (the default, described below) is the quick proxy the paper
+also reports: the model is handed the oracle's files and scored by the reward. `mode=agentless`
+is how the paper measured SWE-bench: localization on the repository's tree, repair with whole
+files, reproduction and regression tests, a vote, resolution by the tests; it lives in
+actors/agentless.py (its docstring has the stages and summary.json's figures), this module
+only parses the shared arguments and dispatches.
 
 The instances are those the trainer holds out with the same `heldout_fraction` (the hash rule
 of data.loader.is_heldout; `split=train` gives the others), or all of them when the fraction
@@ -43,9 +52,10 @@ import math
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 from omegaconf import OmegaConf
@@ -64,6 +74,9 @@ from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
 from reward.apply import apply_edits
 from reward.parse import parse_output
+
+if TYPE_CHECKING:
+    from actors.rollout import RolloutWorker
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +124,23 @@ class EvalConfig:
     # Run the instances' tests on the answers whose edits apply, when the instances carry
     # FAIL_TO_PASS (schema v3): resolve_rate (greedy) and resolved_any (any sample resolves).
     tests: bool = True
-    # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py).
+    # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py); with
+    # mode=agentless, 0 runs them one by one in this process, without Ray.
     test_workers: int = 2
+    # "oracle_context": the quick proxy above (the oracle's files as context); "agentless": the
+    # paper's Agentless-Mini pipeline on whole repositories, resolved by tests (actors/agentless.py).
+    mode: str = "oracle_context"
+    # Local clones of the instances' repositories ("PATH" or "owner/name=PATH", as
+    # reward.execution.repos): the agentless view of the repository and the sandbox's snapshots.
+    git: list[str] = field(default_factory=list)
+    # Agentless: files the localization keeps (the top N the model names).
+    localize_top: int = 3
+    # Agentless: reproduction tests the model writes per instance (0 = none: no repro filter).
+    repro_tests: int = 4
+    # Agentless self-checks: the oracle's changed files as the localization, the oracle's patch
+    # as every repair sample; with both on every validated instance must resolve.
+    oracle_localize: bool = False
+    oracle_repair: bool = False
 
 
 class EvalConfigError(ValueError):
@@ -120,7 +148,10 @@ class EvalConfigError(ValueError):
 
 
 def parse_args(argv: list[str]) -> EvalConfig:
-    """`key=value` arguments (and `--oracle`) -> a validated EvalConfig; unknown keys are named."""
+    """`key=value` arguments (and `--oracle`) -> a validated EvalConfig; unknown keys are named.
+    `git=PATH` may be repeated, one clone each (as `--git` of reward.execute), or be a list."""
+    clones = [a.split("=", 1)[1] for a in argv if a.startswith("git=") and not a.startswith("git=[")]
+    argv = [a for a in argv if not a.startswith("git=") or a.startswith("git=[")]
     dotlist = ["oracle=true" if a == "--oracle" else a for a in argv]
     bad = [a for a in dotlist if "=" not in a]
     if bad:
@@ -133,6 +164,7 @@ def parse_args(argv: list[str]) -> EvalConfig:
         raise EvalConfigError(f"{exc.full_key}: {str(exc).splitlines()[0]}") from exc
     cfg = OmegaConf.to_object(merged)
     assert isinstance(cfg, EvalConfig)
+    cfg.git = [*cfg.git, *clones]
     validate(cfg)
     return cfg
 
@@ -156,6 +188,14 @@ def validate(cfg: EvalConfig) -> None:
         raise EvalConfigError(f"temperature={cfg.temperature}: must be > 0 (greedy answers are always made too)")
     if cfg.dtype not in ("float32", "bfloat16"):
         raise EvalConfigError(f"dtype={cfg.dtype!r}: accepted values are 'float32', 'bfloat16'")
+    if cfg.mode not in ("oracle_context", "agentless"):
+        raise EvalConfigError(f"mode={cfg.mode!r}: accepted values are 'oracle_context', 'agentless'")
+    if cfg.localize_top < 1 or cfg.repro_tests < 0:
+        raise EvalConfigError("localize_top must be >= 1, repro_tests >= 0")
+    if cfg.test_workers < (0 if cfg.mode == "agentless" else 1):
+        raise EvalConfigError(f"test_workers={cfg.test_workers}: must be >= 1 (>= 0 with mode=agentless)")
+    if cfg.mode != "agentless" and (cfg.oracle_localize or cfg.oracle_repair):
+        raise EvalConfigError("oracle_localize and oracle_repair are switches of mode=agentless")
 
 
 # -- instances --------------------------------------------------------------------------------
@@ -171,22 +211,29 @@ class Selection:
 
 def select_items(cfg: EvalConfig, tokenizer: Any) -> Selection:
     """The split's instances in file order, as the trainer's loader splits and encodes them."""
-    split = cfg.split if cfg.heldout_fraction > 0 else "all"
-    sel = Selection([], split)
+    sel = Selection([], cfg.split if cfg.heldout_fraction > 0 else "all")
+    for instance in split_instances(cfg, sel):
+        ids = encode_prompt(tokenizer, build_messages(instance, cfg.seed))
+        if len(ids) > cfg.max_prompt_tokens:
+            sel.dropped_too_long += 1
+            continue
+        sel.items.append(PromptItem(instance, ids))
+        if cfg.limit and len(sel.items) >= cfg.limit:
+            return sel
+    return sel
+
+
+def split_instances(cfg: EvalConfig, sel: Selection) -> Iterator[Instance]:
+    """The instances of sel.split in file order; those of the other split are counted in sel."""
     for shard in shard_files(resolve_path(cfg.data)):
         for i, row in enumerate(pq.read_table(shard).to_pylist()):
             instance = Instance.from_row(row, where=f"{shard}: row {i}")
-            if split != "all" and is_heldout(instance.instance_id, cfg.heldout_fraction) != (split == "heldout"):
+            if sel.split != "all" and is_heldout(instance.instance_id, cfg.heldout_fraction) != (
+                sel.split == "heldout"
+            ):
                 sel.skipped_other_split += 1
                 continue
-            ids = encode_prompt(tokenizer, build_messages(instance, cfg.seed))
-            if len(ids) > cfg.max_prompt_tokens:
-                sel.dropped_too_long += 1
-                continue
-            sel.items.append(PromptItem(instance, ids))
-            if cfg.limit and len(sel.items) >= cfg.limit:
-                return sel
-    return sel
+            yield instance
 
 
 # -- answers ------------------------------------------------------------------------------------
@@ -204,9 +251,9 @@ def oracle_texts(items: list[PromptItem]) -> list[str]:
     return texts
 
 
-def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
-    """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
-    from actors.rollout import GenerationRequest, RolloutWorker
+def make_worker(cfg: EvalConfig) -> RolloutWorker:
+    """One in-process rollout worker: the trainer's engine set-up for the evaluated checkpoint."""
+    from actors.rollout import RolloutWorker
 
     engine_cfg = RolloutConfig(
         temperature=cfg.temperature,
@@ -218,7 +265,14 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
         kv_cache_gib=cfg.kv_cache_gib,
     )
     run = Runtime(cfg.checkpoint, cfg.dtype, cfg.seed, devices.present(), timeout_s=float("inf"))
-    worker = RolloutWorker(engine_cfg, run, actor_id="eval", seed=cfg.seed)
+    return RolloutWorker(engine_cfg, run, actor_id="eval", seed=cfg.seed)
+
+
+def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
+    """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
+    from actors.rollout import GenerationRequest
+
+    worker = make_worker(cfg)
     try:
         greedy: list[str] = []
         sampled: list[list[str]] = []
@@ -416,7 +470,7 @@ def resolutions(
         from data.parallel import ray_session
 
         with ray_session("", cfg.test_workers):
-            pool = TestPool(ExecutionConfig(num_runners=cfg.test_workers))
+            pool = TestPool(ExecutionConfig(num_runners=cfg.test_workers, repos=list(cfg.git)))
             runs = {run.job_id: run for run in pool.run(jobs, what="answers' test runs")}
             pool.shutdown()
     keys = {key: str(n) for n, key in enumerate(patches)}
@@ -456,6 +510,10 @@ def main(argv: list[str]) -> int:
     except EvalConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if cfg.mode == "agentless":
+        from actors import agentless
+
+        return agentless.main(cfg)
     report = evaluate(cfg)
     out_dir = write(report, cfg.out)
     keys = ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled", "tests")

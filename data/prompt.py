@@ -51,7 +51,7 @@ Rules:
 Answer in this form: <think>your reasoning</think> <solution>your edits</solution>"""
 
 
-def _fence(content: str) -> str:
+def fence(content: str) -> str:
     # A fence longer than any backtick run inside the file, so the file cannot close it early.
     longest = run = 0
     for ch in content:
@@ -64,7 +64,7 @@ def _fence(content: str) -> str:
 
 def user_message(problem_statement: str, code_context: Mapping[str, str]) -> str:
     """The user turn: issue, then each file as `### path` + its fenced content, then the format."""
-    files = "\n\n".join(f"### {path}\n{_fence(content)}" for path, content in code_context.items())
+    files = "\n\n".join(f"### {path}\n{fence(content)}" for path, content in code_context.items())
     return (
         "We are fixing the following issue in a repository.\n\n"
         f"--- BEGIN ISSUE ---\n{problem_statement.strip()}\n--- END ISSUE ---\n\n"

@@ -2,7 +2,8 @@
 
     TestJob(instance, patch)  ->  Runner.run  ->  TestRun(status, outcomes, resolved, ...)
 
-The candidate patch (a unified diff; "" for none) and then the instance's test patch are
+The candidate patch (a unified diff; "" for none) and then the instance's test patch (or the
+job's own, e.g. a model-written reproduction test in the Agentless evaluation) are
 applied to the snapshot's files with the project's diff library (data/patching.py: exact
 context, as `git apply` without fuzz); a patch that does not apply ends the run as
 "patch_failed", counted, with no test run. The tests run are the test files the test patch
@@ -47,6 +48,9 @@ class TestJob:
     instance: Instance
     patch: str  # the candidate patch ("" = none: the base commit's code with the test patch)
     job_id: str = ""
+    # Replaces the instance's test patch when set (a model-written reproduction test, issue 14):
+    # its files are the tests run, and `resolved` is None (the instance's labels do not apply).
+    test_patch: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,11 +134,13 @@ class Runner:
             return fail("no_interpreter", str(exc))
         except (EnvironmentFailed, ValueError) as exc:
             return fail("env_failed", str(exc))
+        own_tests = job.test_patch is None
+        test_patch = inst.test_patch if own_tests else job.test_patch
         try:
-            changes = patched_files(snapshot, job.patch, inst.test_patch or "")
+            changes = patched_files(snapshot, job.patch, test_patch or "")
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
-        tests = test_files(inst.test_patch)
+        tests = test_files(test_patch)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s)
         argv = [env.python, "-m", "pytest", *junit.PYTEST_ARGS, "--junitxml=/results/junit.xml", *tests]
@@ -164,9 +170,8 @@ class Runner:
             )
         outcomes = stable_ids(junit.outcomes(result.files["junit.xml"]), env.ro_paths)
         why = stable_ids(junit.failures(result.files["junit.xml"]), env.ro_paths)
-        return TestRun(
-            job.job_id, inst.instance_id, "ok", outcomes, resolved(inst, outcomes), None, seconds, env.built_s, log, why
-        )
+        verdict = resolved(inst, outcomes) if own_tests else None
+        return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, seconds, env.built_s, log, why)
 
 
 def patched_files(snapshot: Path, *patches: str) -> dict[str, str | None]:

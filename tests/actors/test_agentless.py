@@ -1,0 +1,161 @@
+"""The Agentless-Mini evaluation (actors/agentless.py) on the demo set.
+
+The stages' logic runs in-process with scripted answers (a Generator whose answers the test
+writes) and a local Runner instead of the pool; the oracle switches must resolve every
+instance; the tiny random model runs the real command once, for the mechanics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from actors import agentless
+from actors import evaluate as ev
+from actors.agentless_filters import Case
+from conf.config import ExecutionConfig, ModelConfig
+from data.demo import load_demo_rows
+from data.patching import apply_patch
+from data.repo_view import changed_paths, files_view
+from data.schema import Instance
+from learner.models import resolve
+from reward import oracle_answer
+from reward.execution import sandbox
+from reward.execution.runner import Runner
+
+REPO = Path(__file__).resolve().parents[2]
+needs_sandbox = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
+
+
+@pytest.fixture(scope="module")
+def tiny() -> str:
+    return resolve(ModelConfig(name="tiny"))
+
+
+class Scripted(agentless.Generator):
+    """Answers per stage from `script[stage](instance_id)`; every prompt fits."""
+
+    def __init__(self, cfg: ev.EvalConfig, script: dict) -> None:
+        super().__init__(cfg, tokenizer=None)
+        self.script = script
+        self.calls: list[str] = []
+
+    def encode(self, messages: list[dict[str, str]]) -> list[int] | None:
+        return [0]
+
+    def start(self):
+        return None
+
+    def __call__(self, stage, prompts, n, temperature):
+        self.calls.append(stage)
+        return [self.script[stage](key)[:n] for key, _ in prompts]
+
+
+def _local_runs(tmp_path: Path):
+    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache")))
+    return lambda jobs, what: [runner.run(job) for job in jobs]
+
+
+def _cfg(tiny: str, *args: str) -> ev.EvalConfig:
+    return ev.parse_args([f"checkpoint={tiny}", "data=demo", "mode=agentless", *args])
+
+
+def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
+    inst = Instance.from_row(load_demo_rows()[1])  # demo__calspan-8: changes calspan/months.py and span.py
+    view = files_view(inst)
+    case = Case(inst, view, changed_paths(inst, view.files))
+    answer = "Sure! The files are:\n1. `calspan/nowhere.py`\n2. ./months.py\n3. lib/calspan/span.py\n"
+    gen = Scripted(_cfg(tiny), {"localize": lambda key: [answer]})
+    figures = agentless.localize(_cfg(tiny, "localize_top=3"), [case], gen)
+    assert case.localized == ["calspan/months.py"]  # a suffix at a directory boundary maps; the rest do not
+    assert case.unknown == ["calspan/nowhere.py", "lib/calspan/span.py"]
+    assert figures["recall_at_n"] == 0.5 and figures["unknown_paths"] == 2
+    assert figures["instances_naming_unknown_paths"] == 1 and figures["all_found_rate"] == 0.0
+
+
+@needs_sandbox
+def test_with_both_oracle_switches_every_instance_resolves(tiny, tmp_path):
+    switches = ("oracle_localize=true", "oracle_repair=true", "repro_tests=0")
+    cfg = _cfg(tiny, "limit=2", "samples=2", *switches, "test_workers=0")  # in this process: no Ray
+    summary, predictions = agentless.evaluate(cfg)
+    assert summary["instances"] == 2 and summary["localization"]["recall_at_n"] == 1.0
+    assert summary["candidates"] == {
+        "generated": 4,
+        "applied": 4,
+        "unique": 2,  # the two identical samples of each instance are one candidate
+        "survive_regression": 2,
+        "survive_repro": 0,
+        "instances_without_files": 0,
+    }
+    assert summary["resolve_rate"] == 1.0 and summary["best_candidate_resolve_rate"] == 1.0
+    assert summary["harness"]["resolved_ids"] == sorted(p["instance_id"] for p in predictions)
+    rows = {r["instance_id"]: Instance.from_row(r) for r in load_demo_rows()}
+    for p in predictions:  # the final patch rebuilds the oracle's files
+        inst = rows[p["instance_id"]]
+        assert apply_patch(inst.code_context, p["model_patch"]) == inst.oracle_new_content
+
+
+@needs_sandbox
+def test_reproduction_tests_are_kept_when_they_fail_and_filter_the_candidates(tiny, tmp_path):
+    inst = Instance.from_row(load_demo_rows()[0])  # demo__calspan-3
+    (path,) = inst.oracle_new_content
+    fix = oracle_answer(inst.code_context, inst.oracle_new_content)
+    line = next(x for x in inst.code_context[path].splitlines() if inst.code_context[path].count(x) == 1)
+    edit = f"### {path}\n<<<<<<< SEARCH\n{line}\n=======\n{line}\n# touched\n>>>>>>> REPLACE"
+    noop = f"<think>no fix</think><solution>```python\n{edit}\n```</solution>"  # applies, fixes nothing
+    (test_file,) = apply_patch({}, inst.test_patch or "").values()
+    script = {
+        "localize": lambda key: [f"{path}\n"],
+        "repair": lambda key: [noop, fix],  # one vote each: the reproduction test decides
+        "reproduce": lambda key: [f"<solution>```python\n{test_file}```</solution>", "no test here"],
+    }
+    cfg = _cfg(tiny, "limit=1", "samples=2", "repro_tests=2")
+    gen = Scripted(cfg, script)
+    summary, predictions = agentless.evaluate(cfg, _local_runs(tmp_path), gen)
+    assert gen.calls == ["localize", "repair", "reproduce"]
+    assert summary["reproduction"] == {"written": 1, "kept": 1, "instances_with_kept_test": 1, "per_instance": 2}
+    c = summary["candidates"]
+    assert (c["generated"], c["applied"], c["unique"], c["survive_regression"], c["survive_repro"]) == (2, 2, 2, 2, 1)
+    assert summary["resolve_rate"] == 1.0 and summary["best_candidate_resolve_rate"] == 1.0
+    assert apply_patch(inst.code_context, predictions[0]["model_patch"]) == inst.oracle_new_content
+
+
+def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
+    out = tmp_path / "eval"
+    cmd = [sys.executable, "-m", "actors.evaluate", "mode=agentless", f"checkpoint={tiny}", "data=demo"]
+    cmd += ["limit=2", "samples=2", "repro_tests=1", "max_new_tokens=16", f"out={out}"]
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mode"] == "agentless" and summary["instances"] == 2
+    # A random model names no file, writes no edit and no test: every count after generation is 0.
+    assert summary["candidates"]["generated"] == 4 and summary["candidates"]["applied"] == 0
+    assert summary["reproduction"]["kept"] == 0 and summary["resolve_rate"] == 0.0
+    assert set(summary["seconds"]) >= {"engine_start", "localize", "repair", "reproduce", "regression", "total"}
+    report = json.loads((out / "report.json").read_text())
+    assert report["total_predictions"] == 2 and report["empty_patch"] == 2
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [p["model_patch"] for p in predictions] == ["", ""]
+    assert "[eval] 2/2 localize prompts" in proc.stdout + proc.stderr  # progress per stage
+
+
+def test_agentless_arguments(tiny, capsys):
+    assert _cfg(tiny, "git=/clones/requests", "git=psf/flask=/m/flask").git == [
+        "/clones/requests",
+        "psf/flask=/m/flask",
+    ]
+    assert _cfg(tiny, "git=[/a,/b]").git == ["/a", "/b"]
+    for args, message in (
+        (["mode=agentic"], "mode='agentic'"),
+        (["mode=agentless", "localize_top=0"], "localize_top must be >= 1"),
+        (["oracle_repair=true"], "switches of mode=agentless"),
+    ):
+        assert ev.main([f"checkpoint={tiny}", *args]) == 2
+        assert message in capsys.readouterr().err
