@@ -409,7 +409,9 @@ def validate(cfg: TrainConfig) -> None:
             f"{cfg.rollout.max_new_tokens}] with learner.overlong=soft"
         )
     if cfg.trainer.dynamic_sampling_max_rounds < 0:
-        raise ConfigError(f"trainer.dynamic_sampling_max_rounds={cfg.trainer.dynamic_sampling_max_rounds}: must be >= 0")
+        raise ConfigError(
+            f"trainer.dynamic_sampling_max_rounds={cfg.trainer.dynamic_sampling_max_rounds}: must be >= 0"
+        )
     _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.

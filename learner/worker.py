@@ -48,8 +48,8 @@ from conf import device as devices
 from conf.config import LearnerConfig
 from conf.logs import quiet_deepspeed, quiet_stdout
 from conf.runtime import Runtime
-from learner.batch import MicroBatch, RankBatch
 from learner import mismatch
+from learner.batch import MicroBatch, RankBatch
 from learner.logprobs import completion_logprobs
 from learner.losses import PolicyLoss
 from learner.rng import rng_states, set_rng_states
