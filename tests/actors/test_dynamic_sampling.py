@@ -95,3 +95,44 @@ def test_off_keeps_the_step_as_generated():
     assert rollouts.asked == []
     assert [g.request_id for g in groups] == ["flat1", "a"]
     assert counts == {"stale_dropped": 1, "dynamic_sampling_rounds": 0, "dynamic_sampling_dropped": 0}
+
+
+def test_extra_prompts_get_fresh_slots_after_the_steps_own():
+    from actors.generation import Rollouts
+    from actors.rollout import GenerationResult
+    from data.loader import PromptItem
+
+    class Item(PromptItem):
+        @property
+        def instance_id(self):
+            return self.instance
+
+    class Loader:
+        def __init__(self):
+            self.served = 0
+
+        def next_batch(self, n):
+            self.served += n
+            return [Item(f"i{self.served - n + k}", [7]) for k in range(n)]  # type: ignore[arg-type]
+
+    class Fleet:
+        def __init__(self):
+            self.requests = []
+
+        def submit(self, requests):
+            self.requests += requests
+
+        def results(self, ids):
+            return [GenerationResult(i, [Completion([1], [-0.1], "x", "stop")] * G, 5, "a") for i in ids]
+
+    cfg = TrainConfig(group_size=G)
+    cfg.trainer = dataclasses.replace(cfg.trainer, prompts_per_step=2)
+    fleet = Fleet()
+    rollouts = Rollouts(cfg, Loader(), fleet, tokenizer=None)  # type: ignore[arg-type]
+    first = rollouts.extra(3, 5, 2)
+    second = rollouts.extra(3, 5, 1)
+    # Slots 0 and 1 are the step's own prompts; the extra ones continue from 2, never reused.
+    assert [r.request_id for r in fleet.requests] == ["3/2/i0", "3/3/i1", "3/4/i2"]
+    assert len({r.seed for r in fleet.requests}) == 3
+    assert [g.request_id for g in first + second] == ["3/2/i0", "3/3/i1", "3/4/i2"]
+    assert all(g.policy_version == 5 and len(g.completions) == G for g in first + second)
