@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.learning import compose_config, first_item, fixed_seed_reward, one_instance  # noqa: E402
+from conf import logs  # noqa: E402
 
 RECIPES: dict[str, list[str]] = {
     "grpo": [],  # the paper's, the defaults
@@ -104,6 +105,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16, help="RL steps per recipe and seed")
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     args = parser.parse_args()
+    logs.setup()  # the trainers' set-up and SFT progress lines, as train.py shows them
     results: dict[str, list[dict[str, float]]] = {name: [] for name in args.recipes}
     sft_rewards = []
     with tempfile.TemporaryDirectory(prefix="recipes-") as tmp:
