@@ -3,8 +3,9 @@
 One step is a pipeline of named, timed phases, each one call on a component:
 
     data        rollouts.prefetch     the step's prompts, queued on the engines    actors/generation.py
-    generate    rollouts.collect      samples per prompt (staleness, oracle)       actors/generation.py
-    reward      rewards.score_groups  `reward.kind` on the reward actors           actors/reward_pool.py
+    generate    sampler.sample        samples per prompt (staleness, oracle)       actors/generation.py
+    reward      (sampler.sample)      `reward.kind` on the reward actors; DAPO's   actors/reward_pool.py,
+                                      dynamic sampling refills flat groups         actors/dynamic_sampling.py
     advantages  advantage(...)        `learner.advantage` over each group          learner/advantages.py
     train       learner.train         one update (`learner.loss`) on DeepSpeed     learner/group.py
     sync        weights.push          to every engine (`trainer.weight_transport`) actors/weight_sync.py
@@ -32,6 +33,7 @@ from ray.exceptions import RayActorError
 
 from actors.cluster import check_fits, init_ray, resource_demands, starts_local
 from actors.control import FleetControl
+from actors.dynamic_sampling import GroupSampler
 from actors.fleet import RolloutFleet
 from actors.generation import Rollouts, overlong_penalty, train_samples
 from actors.phases import PhaseTimeout, PhaseTimer
@@ -86,6 +88,7 @@ class Trainer:
         self.rewards = RewardPool(cfg.reward)
         self.fleet.wait_ready()
         self.rollouts = Rollouts(cfg, self.loader, self.fleet, self.tokenizer)
+        self.sampler = GroupSampler(cfg, self.rollouts, self.rewards)
         self.advantage = ADVANTAGES.get(cfg.learner.advantage)
         self.control = FleetControl.start(self.run_dir.name, cfg.rollout.num_actors)
         self.log = RunLog(self.run_dir, cfg.trainer, config=asdict(cfg))
@@ -116,11 +119,8 @@ class Trainer:
         cfg, timer = self.cfg, PhaseTimer()
         with timer("data"):
             self.rollouts.prefetch(self.step)
-        with timer("generate"):
-            groups, dropped = self.rollouts.collect(self.step, self.policy_version)
-        with timer("reward"):
-            scored = self.rewards.score_groups(groups)
-            rewards = torch.tensor([s.result.reward for s in scored], dtype=torch.float64)  # [prompts * group_size]
+        groups, scored, sampled = self.sampler.sample(self.step, self.policy_version, timer)  # generate, reward
+        rewards = torch.tensor([s.result.reward for s in scored], dtype=torch.float64)  # [prompts * group_size]
         with timer("advantages"):
             penalty = overlong_penalty(groups, cfg)  # [prompts * group_size], 0 unless learner.overlong=soft
             samples = train_samples(groups, self.advantage(rewards + penalty, cfg.group_size, cfg.learner).tolist())
@@ -147,7 +147,7 @@ class Trainer:
             **self.rewards.stats(),
             "prompts_too_long": self.loader.stats.dropped_too_long,
             "step_s": timer.total(),
-            "stale_dropped": dropped,
+            **sampled,
             "overlong_penalty_mean": float(penalty.mean()),
         }
 

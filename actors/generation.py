@@ -14,6 +14,8 @@ ahead, which groups are too stale to train on, and the oracle injection.
                                  replaced by the instance's oracle answer (guided GRPO for models
                                  too weak to produce a valid patch; 0 = the paper's pure on-policy
                                  sampling): finish_reason "oracle", no engine logprobs.
+    extra(step, version, count)  more groups of fresh prompts for the step (DAPO's dynamic
+                                 sampling; actors/dynamic_sampling.py decides how many)
 
 A group's request id is "<step>/<slot>/<instance_id>" and its sampling seed is derived from
 (seed, request id), so a step's groups are reproducible whatever engine samples them.
@@ -99,6 +101,7 @@ class Rollouts:
         self.cfg, self.loader, self.fleet, self.tokenizer = cfg, loader, fleet, tokenizer
         self.lookahead = cfg.trainer.max_staleness if cfg.trainer.mode == "async" else 0
         self.pending: dict[int, tuple[list[PromptItem], dict[str, Any]]] = {}  # step -> (items, cursor before)
+        self.extra_slots: dict[int, int] = {}  # step -> its next free slot for dynamic sampling's prompts
 
     def prefetch(self, step: int) -> None:
         for ahead in range(self.lookahead + 1):
@@ -129,6 +132,18 @@ class Rollouts:
             self.fleet.submit([self._request(step, s, items[s]) for s in stale])
             results.update(zip([ids[s] for s in stale], self.fleet.results([ids[s] for s in stale]), strict=True))
         return [self._group(it, results[i]) for it, i in zip(items, ids, strict=True)], dropped
+
+    def extra(self, step: int, policy_version: int, count: int) -> list[Group]:
+        """`count` more groups for step `step`, of fresh prompts (dynamic sampling,
+        actors/dynamic_sampling.py): generated now by the current weights, so never stale.
+        Their slots follow the step's regular ones, so request ids and seeds stay unique."""
+        first = self.extra_slots.get(step, self.cfg.trainer.prompts_per_step)
+        self.extra_slots = {step: first + count}  # earlier steps' counters are done with
+        items = self.loader.next_batch(count)
+        requests = [self._request(step, first + k, it) for k, it in enumerate(items)]
+        self.fleet.submit(requests)
+        results = self.fleet.results([r.request_id for r in requests])
+        return [self._group(it, r) for it, r in zip(items, results, strict=True)]
 
     def _group(self, item: PromptItem, result: GenerationResult) -> Group:
         completions = result.completions

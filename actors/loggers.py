@@ -92,6 +92,8 @@ _REWARD = {
     "truncated_frac",
     "completion_len_mean",
     "overlong_penalty_mean",  # DAPO's soft length penalty, added to the reward (learner.overlong=soft)
+    "dynamic_sampling_rounds",  # DAPO's extra generate-and-score rounds (trainer.dynamic_sampling)
+    "dynamic_sampling_dropped",  # flat groups it left out of the batch
 }
 _LEARNER = {
     "policy_version",
@@ -106,6 +108,8 @@ _LEARNER = {
     "pad_frac",
     "pad_frac_unsorted",
     "overlong_filtered",  # samples cut at the limit left out of the update (learner.overlong=filter)
+    "logprob_diff_mean",  # rollout/learner mismatch, before the update (learner/mismatch.py)
+    "logprob_diff_max",
 }
 
 

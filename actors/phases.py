@@ -1,9 +1,10 @@
 """Named, timed phases of the driver's step, and the error a phase raises when time runs out.
 
-`with timer("generate"): ...` records `generate_s` (wall seconds, 3 decimals) for the step's
-metrics line. A Ray call that times out inside a phase (`ray.get(..., timeout=...)` raising
-GetTimeoutError) becomes a PhaseTimeout naming the phase, so the run ends with one line that
-says where it stopped (train.py prints it) instead of a traceback from deep inside Ray.
+`with timer("generate"): ...` records `generate_s` (wall seconds, 3 decimals, summed over the
+step's entries into the phase) for the step's metrics line. A Ray call that times out inside a
+phase (`ray.get(..., timeout=...)` raising GetTimeoutError) becomes a PhaseTimeout naming the
+phase, so the run ends with one line that says where it stopped (train.py prints it) instead of
+a traceback from deep inside Ray.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ class PhaseTimer:
         except GetTimeoutError as exc:
             raise PhaseTimeout(f"phase {name}: a remote call did not answer in time ({exc})") from exc
         finally:
-            self.seconds[f"{name}_s"] = round(time.perf_counter() - start, 3)
+            # A phase entered twice in a step (dynamic sampling's extra rounds) adds up.
+            key = f"{name}_s"
+            self.seconds[key] = round(self.seconds.get(key, 0.0) + time.perf_counter() - start, 3)
 
     def total(self) -> float:
         """Seconds since the timer was made (the step's wall time so far)."""

@@ -67,9 +67,10 @@ class RolloutConfig:
     tensor_parallel_size: int = 1
     # Sampling temperature; the returned logprobs are at this temperature (processed_logprobs).
     temperature: float = 1.0
-    # Nucleus sampling; 1.0 = off.
+    # Nucleus sampling; 1.0 = off, the only value training accepts (the learner cannot reproduce
+    # truncated logprobs; learner/mismatch.py). Evaluation may sample otherwise.
     top_p: float = 1.0
-    # Top-k sampling; 0 = off.
+    # Top-k sampling; 0 = off, the only value training accepts (as top_p).
     top_k: int = 0
     # Completion length limit; a cut-off completion is scored like any other (it fails the format).
     max_new_tokens: int = 512
@@ -198,6 +199,10 @@ class LearnerConfig:
     # "soft": the penalty ramps from 0 to -1 over this many tokens before rollout.max_new_tokens
     # (DAPO: 4096 of 20480, a fifth; a quarter of the default limit here).
     overlong_buffer: int = 128
+    # Truncated importance sampling against the rollout/learner mismatch (learner/mismatch.py):
+    # weight each token's loss by min(pi_learner / pi_engine, tis_cap), the PPO ratio then taken
+    # against the learner's own logprobs; null = off (the ratio is taken against the engine's).
+    tis_cap: float | None = None
     # Added to the group std before dividing (advantage "grpo").
     adv_eps: float = 1.0e-6
     # Supervised warm-start steps on the oracle answers before RL (0 = none).
@@ -226,6 +231,13 @@ class TrainerConfig:
     # Async mode: how many steps generation runs ahead; a group generated more than this many
     # updates before the step that consumes it is dropped (counted) and regenerated.
     max_staleness: int = 1
+    # DAPO's dynamic sampling (actors/dynamic_sampling.py): groups whose rewards are all equal
+    # (no signal) are replaced by groups of fresh prompts, generated and scored in extra rounds,
+    # until the step has prompts_per_step groups with signal or the rounds below run out.
+    dynamic_sampling: bool = False
+    # Most extra generate-and-score rounds per step with dynamic_sampling; short of groups with
+    # signal after them, the step trains on what it has plus flat groups (no gradient).
+    dynamic_sampling_max_rounds: int = 3
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
     # Checkpoints kept (the newest ones): a damaged newest one is skipped on resume for the one
@@ -333,6 +345,24 @@ def _check_clip_ranges(learner: LearnerConfig) -> None:
             raise ConfigError(f"learner.{key}={value!r}: must be {bound} (or null = learner.clip_eps)")
 
 
+def _check_sampling(cfg: TrainConfig) -> None:
+    # The learner's logprobs are over the whole vocabulary: a truncated sampler's are not
+    # reproducible, and the GRPO ratio (and TIS's weight) would not be a ratio of sampling
+    # probabilities (learner/mismatch.py).
+    if cfg.rollout.top_p != 1.0:
+        raise ConfigError(
+            f"rollout.top_p={cfg.rollout.top_p}: must be 1.0 for training (the learner cannot reproduce "
+            "nucleus sampling's logprobs)"
+        )
+    if cfg.rollout.top_k != 0:
+        raise ConfigError(
+            f"rollout.top_k={cfg.rollout.top_k}: must be 0 for training (the learner cannot reproduce "
+            "top-k sampling's logprobs)"
+        )
+    if cfg.learner.tis_cap is not None and cfg.learner.tis_cap <= 0:
+        raise ConfigError(f"learner.tis_cap={cfg.learner.tis_cap}: must be > 0 (or null = off)")
+
+
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
     for key, allowed in (_CHOICES | _registered()).items():
@@ -377,10 +407,15 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")
     _check_clip_ranges(cfg.learner)
+    _check_sampling(cfg)
     if cfg.learner.overlong == "soft" and not 1 <= cfg.learner.overlong_buffer <= cfg.rollout.max_new_tokens:
         raise ConfigError(
             f"learner.overlong_buffer={cfg.learner.overlong_buffer}: must be in [1, rollout.max_new_tokens="
             f"{cfg.rollout.max_new_tokens}] with learner.overlong=soft"
+        )
+    if cfg.trainer.dynamic_sampling_max_rounds < 0:
+        raise ConfigError(
+            f"trainer.dynamic_sampling_max_rounds={cfg.trainer.dynamic_sampling_max_rounds}: must be >= 0"
         )
     _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):

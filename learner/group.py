@@ -195,4 +195,9 @@ def combine_stats(parts: list[dict[str, float]]) -> dict[str, float]:
     out = {"loss": sum(p["loss"] for p in parts), "grad_norm": parts[0]["grad_norm"]}
     for key in ("clip_frac", "approx_kl_old", "ratio_mean", "kl_ref", "entropy"):
         out[key] = sum(p[key] for p in parts) / tokens
+    # The rollout/learner mismatch over the tokens with engine logprobs (learner/mismatch.py).
+    out["logprob_diff_mean"] = sum(p["logprob_diff_sum"] for p in parts) / (
+        sum(p["logprob_diff_tokens"] for p in parts) or 1.0
+    )
+    out["logprob_diff_max"] = max(p["logprob_diff_max"] for p in parts)
     return out

@@ -11,8 +11,10 @@ What this computes, and where it departs from the papers:
       l_t   = -min(rho_t * A, clip(rho_t, 1 - clip_eps_low, 1 + clip_eps_high) * A) + kl_coef * k3_t
       k3_t  = exp(ref_t - logprobs_t) - (ref_t - logprobs_t) - 1   (Schulman's k3 estimator of
               KL(policy || ref): unbiased, always >= 0)
-  `logprobs_old` are the behaviour policy's: the engine's, returned with each sample. No dual
-  clip, no entropy bonus. clip_eps_low and clip_eps_high are each clip_eps unless set
+  `logprobs_old` are the behaviour policy's: the engine's, returned with each sample (with
+  `learner.tis_cap` set, the learner's own before the update, and each token's policy term is
+  multiplied by the detached capped weight w_t of learner/mismatch.py; the KL term is not).
+  No dual clip, no entropy bonus. clip_eps_low and clip_eps_high are each clip_eps unless set
   (`clip_bounds`): DAPO's "clip-higher" (Yu et al. 2025) raises only the upper one (0.28 against
   0.2) so that a low-probability token with A > 0 can grow further before its gradient stops,
   which keeps the policy's entropy from collapsing; the lower one stays, since widening it would
@@ -92,6 +94,7 @@ def policy_loss(
     num_seqs: float | None = None,
     num_tokens: float | None = None,
     norm_tokens: float | None = None,
+    tis_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped GRPO loss over completion tokens.
 
@@ -99,7 +102,8 @@ def policy_loss(
     float, 1 = completion token). `num_seqs` (the seq_mean_* aggregations) or `num_tokens`
     (token_mean): the whole step's normaliser when this is one micro-batch of it; None = this
     batch's own. `norm_tokens`: the constant of seq_mean_token_sum_norm (required by it).
-    `clip_eps_low` / `clip_eps_high`: DAPO's asymmetric ranges; None = clip_eps.
+    `clip_eps_low` / `clip_eps_high`: DAPO's asymmetric ranges; None = clip_eps. `tis_weights`:
+    [B, T] detached truncated-importance weights of the policy term (learner/mismatch.py); None = 1.
     Returns (loss, stats); stats are detached sums/means over this batch's masked tokens.
     """
     if aggregation not in AGGREGATIONS:
@@ -114,6 +118,8 @@ def policy_loss(
     ratio = torch.exp(log_ratio)  # [B, T]
     clipped = torch.clamp(ratio, *clip_bounds(clip_eps, clip_eps_low, clip_eps_high))
     per_token = -torch.minimum(ratio * adv, clipped * adv)  # [B, T]
+    if tis_weights is not None:
+        per_token = per_token * tis_weights.detach()
     kl = None
     if logprobs_ref is not None:
         kl = k3(logprobs_ref, logprobs)

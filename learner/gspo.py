@@ -16,6 +16,8 @@ Pure torch. Where it departs from GRPO's per-token loss (learner/grpo.py):
       d l_i / d logprobs_t = -A_i * s_i / |y_i|   for each of the sequence's tokens,
   the same weight for every token of the sequence (GRPO gives each token its own rho_t); a
   clipped sequence contributes no policy gradient at all.
+- Truncated importance sampling (`learner.tis_cap`, learner/mismatch.py): l_i's policy term is
+  multiplied by the detached per-sequence weight w_i; the KL term is not.
 - Aggregation: the mean over sequences, L = sum_i l_i / num_seqs, `num_seqs` the whole step's
   (so micro-batches and ranks sum to the step's loss). `learner.aggregation` is not used: the
   loss is per sequence by construction.
@@ -43,13 +45,15 @@ def policy_loss(
     num_seqs: float | None = None,
     clip_eps_low: float | None = None,
     clip_eps_high: float | None = None,
+    tis_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GSPO's loss over sequences.
 
     logprobs, logprobs_old, logprobs_ref: [B, T]; advantages: [B]; mask: [B, T] (1 = completion
     token). `num_seqs`: the whole step's sequences with >= 1 completion token when this is one
     micro-batch of it; None = this batch's own. `clip_eps_low` / `clip_eps_high`: None =
-    clip_eps. Returns (loss, stats); the stats are per-token
+    clip_eps. `tis_weights`: [B] detached truncated-importance weights of the sequences (None = 1).
+    Returns (loss, stats); the stats are per-token
     means over this batch's masked tokens (a sequence's ratio and clip counted once per token),
     as the learner weighs every loss's stats by tokens.
     """
@@ -65,6 +69,8 @@ def policy_loss(
     ratio = torch.exp(log_ratio.sum(dim=1) / lengths)  # [B], s_i
     clipped = torch.clamp(ratio, *grpo.clip_bounds(clip_eps, clip_eps_low, clip_eps_high))
     per_seq = -torch.minimum(ratio * advantages, clipped * advantages)  # [B]
+    if tis_weights is not None:
+        per_seq = per_seq * tis_weights.detach()
     kl = None
     if logprobs_ref is not None:
         kl = grpo.k3(logprobs_ref, logprobs)  # [B, T]

@@ -2,7 +2,8 @@
 
 A loss maps one micro-batch's per-token logprobs under the current policy, the behaviour
 policy's (the engine's) and optionally the reference model's, the per-sample advantages and
-the completion mask to (loss, stats): the loss already normalised by the whole step's
+the completion mask, and with `learner.tis_cap` set the per-token log(pi_learner_old / pi_engine)
+(learner/mismatch.py; None otherwise), to (loss, stats): the loss already normalised by the whole step's
 `num_seqs` / `num_tokens` or by the constant `max_new_tokens` (so that micro-batches and ranks
 sum to the step's loss), the stats detached sums over this micro-batch (clip_frac,
 approx_kl_old, ratio_mean, kl_ref, num_tokens).
@@ -26,7 +27,7 @@ import torch
 
 from conf.config import LearnerConfig
 from conf.registry import Registry
-from learner import grpo, gspo
+from learner import grpo, gspo, mismatch
 
 
 class PolicyLoss(Protocol):
@@ -42,6 +43,7 @@ class PolicyLoss(Protocol):
         num_seqs: float,
         num_tokens: float,
         max_new_tokens: int,
+        tis_log_weights: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
 
 
@@ -60,8 +62,12 @@ def ppo_token_loss(
     num_seqs: float,
     num_tokens: float,
     max_new_tokens: int,
+    tis_log_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """[B, T] logprobs (all three), [B] advantages, [B, T] mask -> GRPO's clipped loss."""
+    tis = None
+    if tis_log_weights is not None and cfg.tis_cap:
+        tis = mismatch.token_weights(tis_log_weights, cfg.tis_cap)
     return grpo.policy_loss(
         logprobs,
         logprobs_old,
@@ -77,6 +83,7 @@ def ppo_token_loss(
         num_tokens=num_tokens,
         # Dr. GRPO's constant: the generation limit (used by seq_mean_token_sum_norm only).
         norm_tokens=float(max_new_tokens),
+        tis_weights=tis,
     )
 
 
@@ -92,8 +99,12 @@ def gspo_loss(
     num_seqs: float,
     num_tokens: float,
     max_new_tokens: int,
+    tis_log_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """[B, T] logprobs (all three), [B] advantages, [B, T] mask -> GSPO's sequence-level loss."""
+    tis = None
+    if tis_log_weights is not None and cfg.tis_cap:
+        tis = mismatch.sequence_weights(tis_log_weights, mask, cfg.tis_cap)
     return gspo.policy_loss(
         logprobs,
         logprobs_old,
@@ -105,4 +116,5 @@ def gspo_loss(
         clip_eps_high=cfg.clip_eps_high,
         kl_coef=cfg.kl_coef,
         num_seqs=num_seqs,
+        tis_weights=tis,
     )

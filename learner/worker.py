@@ -48,6 +48,7 @@ from conf import device as devices
 from conf.config import LearnerConfig
 from conf.logs import quiet_deepspeed, quiet_stdout
 from conf.runtime import Runtime
+from learner import mismatch
 from learner.batch import MicroBatch, RankBatch
 from learner.logprobs import completion_logprobs
 from learner.losses import PolicyLoss
@@ -333,12 +334,24 @@ class LearnerWorker:
             "ratio_mean": 0.0,
             "kl_ref": 0.0,
             "entropy": 0.0,
+            "logprob_diff_sum": 0.0,
+            "logprob_diff_tokens": 0.0,
+            "logprob_diff_max": 0.0,
         }
         for mb in batch.micro_batches:
             t = self._tensors(mb)
             logprobs, entropy = self._policy_logprobs(t, self.temperature, with_entropy=True)
-            # NaN marks samples without engine logprobs: their behaviour policy is this one.
-            old = torch.where(torch.isnan(t["logprobs_old"]), logprobs.detach(), t["logprobs_old"])
+            engine = t["logprobs_old"]  # the engine's sampling logprobs; NaN where unknown (oracle answers)
+            # One update per step: these logprobs are the learner's before it (learner/mismatch.py).
+            diff_sum, diff_n, diff_max = mismatch.logprob_diff(logprobs, engine, t["completion_mask"])
+            sums["logprob_diff_sum"] += float(diff_sum)
+            sums["logprob_diff_tokens"] += float(diff_n)
+            sums["logprob_diff_max"] = max(sums["logprob_diff_max"], float(diff_max))
+            # NaN marks samples without engine logprobs: their behaviour policy is this one. With
+            # TIS the ratio is against the learner's own, the engine's entering through the weight.
+            learner_old = logprobs.detach()
+            old = learner_old if self.cfg.tis_cap else torch.where(torch.isnan(engine), learner_old, engine)
+            tis = mismatch.tis_log_weights(learner_old, engine) if self.cfg.tis_cap else None
             ref = self._ref_logprobs(t, self.temperature) if self.ref is not None else None
             loss, stats = self.loss(
                 logprobs,
@@ -350,6 +363,7 @@ class LearnerWorker:
                 num_seqs=batch.num_seqs,
                 num_tokens=batch.num_tokens,
                 max_new_tokens=self.max_new_tokens,
+                tis_log_weights=tis,
             )
             self._backward(loss)
             n = float(stats["num_tokens"])

@@ -107,3 +107,12 @@ def test_wandb_wrote_an_offline_run(smoke_run):
     run_id = (smoke_run.run_dir / "wandb_id").read_text().strip()
     (run,) = (smoke_run.run_dir / "wandb").glob(f"offline-run-*-{run_id}")
     assert (run / f"run-{run_id}.wandb").stat().st_size > 0
+
+
+def test_tis_and_dynamic_sampling_run_end_to_end(tests_run):
+    """The tests-reward run also has learner.tis_cap=2 and trainer.dynamic_sampling=true (conftest)."""
+    (metrics,) = tests_run.metrics()
+    # float32 on the CPU: the engine's sampling logprobs and the learner's agree to ~1e-6.
+    assert 0.0 <= metrics["logprob_diff_mean"] <= metrics["logprob_diff_max"] < 1e-3
+    assert metrics["rows_trained"] > 0 and metrics["params_changed"] == 1.0
+    assert metrics["dynamic_sampling_rounds"] == 0 and metrics["dynamic_sampling_dropped"] == 0

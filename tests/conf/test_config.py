@@ -51,6 +51,10 @@ def test_unknown_key_is_rejected_with_its_name():
         (dict(rollout=dict(max_model_len=1024)), "must fit rollout.max_model_len"),
         (dict(learner=dict(clip_eps_low=1.0)), "learner.clip_eps_low=1.0: must be in (0, 1.0)"),
         (dict(learner=dict(clip_eps_high=0.0)), "learner.clip_eps_high=0.0: must be > 0"),
+        (dict(rollout=dict(top_p=0.9)), "rollout.top_p=0.9: must be 1.0 for training"),
+        (dict(rollout=dict(top_k=50)), "rollout.top_k=50: must be 0 for training"),
+        (dict(learner=dict(tis_cap=0.0)), "learner.tis_cap=0.0: must be > 0"),
+        (dict(trainer=dict(dynamic_sampling_max_rounds=-1)), "trainer.dynamic_sampling_max_rounds=-1: must be >= 0"),
     ],
 )
 def test_validation_names_the_field(change, message):
