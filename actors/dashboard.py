@@ -47,6 +47,18 @@ PANELS: tuple[Panel, ...] = (
     Panel("Reward", "short", ("reward_mean", "reward_std", "resolve_rate"), "policy samples; resolve_rate with tests"),
     Panel("Format errors and truncation", "percentunit", ("format_error_rate", "truncated_frac"), "share of samples"),
     Panel("Zero-signal groups", "percentunit", ("zero_signal_frac",), "groups whose rewards are all equal"),
+    Panel(
+        "Dynamic sampling",
+        "short",
+        ("dynamic_sampling_rounds", "dynamic_sampling_dropped"),
+        "extra rounds run and flat groups left out (trainer.dynamic_sampling)",
+    ),
+    Panel(
+        "Rollout/learner mismatch",
+        "short",
+        ("logprob_diff_mean", "logprob_diff_max"),
+        "absolute logprob difference, engine vs learner, before the update",
+    ),
     Panel("Completions", "short", ("completion_len_mean", "overlong_penalty_mean", "overlong_filtered"), "tokens"),
     Panel("Loss", "short", ("loss", "grad_norm"), "learner statistics, token-weighted"),
     Panel(

@@ -23,6 +23,7 @@ ACTOR_TOKENS_GAUGE = f"{PREFIX}actor_gen_tokens_per_s"  # per rollout engine, ta
 EXPORTED: tuple[str, ...] = (
     *("step", "policy_version", "num_rollouts", "reward_mean", "reward_std", "format_error_rate"),
     *("zero_signal_frac", "truncated_frac", "completion_len_mean", "overlong_filtered", "overlong_penalty_mean"),
+    *("dynamic_sampling_rounds", "dynamic_sampling_dropped", "logprob_diff_mean", "logprob_diff_max"),
     *("loss", "grad_norm", "clip_frac", "approx_kl_old", "ratio_mean", "kl_ref", "entropy"),
     *("rows_trained", "pad_frac", "pad_frac_unsorted"),
     *("data_s", "generate_s", "reward_s", "advantages_s", "train_s", "sync_s", "checkpoint_s", "step_s"),
