@@ -48,8 +48,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-import zlib
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +92,7 @@ class Generator:
         return ids if len(ids) <= self.cfg.max_prompt_tokens else None
 
     def __call__(self, stage: str, prompts: list[tuple[str, list[int]]], n: int, temperature: float) -> list[list[str]]:
+        from actors.generation import request_seed
         from actors.rollout import GenerationRequest
 
         worker = self.start()
@@ -99,10 +100,9 @@ class Generator:
         with Progress("eval", f"{stage} prompts", len(prompts), emit=log.info) as progress:
             for start in range(0, len(prompts), PROMPTS_PER_CALL):
                 chunk = prompts[start : start + PROMPTS_PER_CALL]
-                requests = [
-                    GenerationRequest(f"{stage}/{key}", ids, n, _seed(self.cfg.seed, stage, key), temperature)
-                    for key, ids in chunk
-                ]
+                rids = [(f"{stage}/{key}", ids) for key, ids in chunk]
+                seed = self.cfg.seed
+                requests = [GenerationRequest(r, ids, n, request_seed(seed, r), temperature) for r, ids in rids]
                 out += [[c.text for c in r.completions] for r in worker.generate(requests)]
                 progress.update(len(chunk))
         return out
@@ -116,10 +116,6 @@ class Generator:
         if self.worker is not None:
             self.worker.shutdown()
             self.worker = None
-
-
-def _seed(seed: int, stage: str, key: str) -> int:
-    return zlib.crc32(f"{seed}/{stage}/{key}".encode()) & 0x7FFFFFFF
 
 
 # -- the model's stages -----------------------------------------------------------------------------
@@ -271,23 +267,19 @@ def pool_runner(cfg: EvalConfig) -> tuple[RunJobs, Callable[[], None]]:
 
         runner = Runner(exec_cfg)
         return lambda jobs, what: [runner.run(job) for job in jobs], lambda: None
-    state: dict[str, Any] = {}
+    stack = ExitStack()  # the Ray session and the pool, once the first jobs start them
+    pools: list[TestPool] = []
 
     def run_jobs(jobs: list[TestJob], what: str) -> list[TestRun]:
         if not jobs:
             return []
-        if "pool" not in state:
-            state["session"] = ray_session("", cfg.test_workers)
-            state["session"].__enter__()
-            state["pool"] = TestPool(exec_cfg)
-        return state["pool"].run(jobs, what=what)
+        if not pools:
+            stack.enter_context(ray_session("", cfg.test_workers))
+            pools.append(TestPool(exec_cfg))
+            stack.callback(pools[0].shutdown)
+        return pools[0].run(jobs, what=what)
 
-    def close() -> None:
-        if "pool" in state:
-            state.pop("pool").shutdown()
-            state.pop("session").__exit__(None, None, None)
-
-    return run_jobs, close
+    return run_jobs, stack.close
 
 
 def evaluate(

@@ -100,8 +100,9 @@ def rerank(case: Case) -> dict[str, int]:
     """Set case.winner; the candidates left at each filter."""
     indices = list(range(len(case.candidates)))
     survivors = [i for i in indices if case.regression_ok[i]]
-    full = [i for i in survivors if case.repro_kept and case.repro_passed[i] == len(case.repro_kept)]
+    kept = len(case.repro_kept)
+    full = [i for i in survivors if kept and case.repro_passed[i] == kept]
     pool = full or survivors or indices
     best = vote([case.candidates[i] for i in pool], [case.repro_passed[i] for i in pool])
     case.winner = None if best is None else pool[best]
-    return {"survive_regression": len(survivors), "survive_repro": len(full) if case.repro_kept else 0}
+    return {"survive_regression": len(survivors), "survive_repro": len(full)}

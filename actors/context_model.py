@@ -12,10 +12,9 @@ the engine's context (max_model_len - max_new_tokens) is not sent and comes back
 from __future__ import annotations
 
 import os
-import zlib
 from typing import Any
 
-from actors.rollout import GenerationRequest, RolloutWorker
+from actors.rollout import GenerationRequest, RolloutWorker, engine_env
 from conf import device as devices
 from conf.config import ModelConfig, RolloutConfig
 from conf.logs import actor_env
@@ -38,7 +37,7 @@ class ContextEngine:
         if on_ray:
             import ray
 
-            env = actor_env(False) | ({"OMP_NUM_THREADS": str(engine.cpu_threads)} if device == "cpu" else {})
+            env = engine_env(engine, device, verbose=False)
             cls = ray.remote(RolloutWorker).options(
                 num_cpus=engine.num_cpus, num_gpus=engine.num_gpus, runtime_env={"env_vars": env}, max_restarts=0
             )
@@ -54,9 +53,11 @@ class ContextEngine:
     def ask(self, ids: list[str], messages: list[list[dict[str, str]]]) -> list[str | None]:
         """Greedy answers to the chat `messages` (one conversation per id), in order; None for a
         prompt over the budget."""
+        from actors.generation import request_seed  # its module starts Ray's imports: only when asked
+
         prompts = [encode_prompt(self.tokenizer, m) for m in messages]
         requests = [
-            GenerationRequest(f"context/{i}", p, 1, zlib.crc32(f"{self.seed}/{i}".encode()) & 0x7FFFFFFF, 0.0)
+            GenerationRequest(f"context/{i}", p, 1, request_seed(self.seed, i), 0.0)
             for i, p in zip(ids, prompts, strict=True)
             if len(p) <= self.budget
         ]

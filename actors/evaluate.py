@@ -51,7 +51,6 @@ import logging
 import math
 import sys
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -270,6 +269,7 @@ def make_worker(cfg: EvalConfig) -> RolloutWorker:
 
 def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
     """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
+    from actors.generation import request_seed
     from actors.rollout import GenerationRequest
 
     worker = make_worker(cfg)
@@ -279,7 +279,7 @@ def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str],
         with Progress("eval", "instances generated", len(items), emit=log.info) as progress:
             for start in range(0, len(items), PROMPTS_PER_CALL):
                 chunk = items[start : start + PROMPTS_PER_CALL]
-                seeds = [zlib.crc32(f"{cfg.seed}/{it.instance_id}".encode()) & 0x7FFFFFFF for it in chunk]
+                seeds = [request_seed(cfg.seed, it.instance_id) for it in chunk]
                 greedy += [
                     r.completions[0].text
                     for r in worker.generate(

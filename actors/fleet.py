@@ -40,10 +40,9 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
 from actors.phases import PhaseTimeout
-from actors.rollout import GenerationRequest, GenerationResult, RolloutWorker
+from actors.rollout import GenerationRequest, GenerationResult, RolloutWorker, engine_env
 from conf import device as devices
 from conf.config import RolloutConfig
-from conf.logs import actor_env
 from conf.runtime import Runtime
 from learner.transport import WeightTransport
 
@@ -71,9 +70,7 @@ class RolloutFleet:
         """Starts cfg.num_actors engines (call wait_ready before use). `catch_up(handle)` gives an
         engine outside the sync group the learner's current weights and returns their version."""
         self.cfg, self.run, self.timeout_s, self.device, self.catch_up = cfg, run, run.timeout_s, run.device, catch_up
-        # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
-        # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
-        self.env = actor_env(run.verbose) | ({"OMP_NUM_THREADS": str(cfg.cpu_threads)} if run.device == "cpu" else {})
+        self.env = engine_env(cfg, run.device, verbose=run.verbose)
         self.remote_cls = ray.remote(RolloutWorker)
         self.members: list[Member] = []
         self.queue: deque[GenerationRequest] = deque()

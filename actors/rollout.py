@@ -29,6 +29,7 @@ from typing import Any
 
 from conf import device as devices
 from conf.config import RolloutConfig
+from conf.logs import actor_env
 from conf.runtime import Runtime
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
@@ -83,6 +84,14 @@ def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, devi
     else:
         args.update(gpu_memory_utilization=cfg.gpu_memory_utilization)
     return args
+
+
+def engine_env(cfg: RolloutConfig, device: devices.Device, *, verbose: bool) -> dict[str, str]:
+    """The environment of a rollout actor's process (Ray's runtime_env env_vars)."""
+    # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
+    # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
+    threads = {"OMP_NUM_THREADS": str(cfg.cpu_threads)} if device == "cpu" else {}
+    return actor_env(verbose) | threads
 
 
 class RolloutWorker:
