@@ -27,16 +27,19 @@ resolution is the executor's (reward/execute.py's report over runner
 results): the regression run of a candidate is exactly the executor's job for it (the candidate
 and the test patch, every FAIL_TO_PASS and PASS_TO_PASS test), so it is run once and read twice.
 `best_candidate_resolve_rate` is the ceiling a perfect reranker would reach (any candidate
-resolves). Generation reuses the trainer's rollout worker in-process (actors/evaluate.py
-make_worker), test runs the test-runner pool, so both scale with the machine they run on.
+resolves). Generation runs on the rollout fleet (`engines=N` rollout actors on Ray, started as
+the trainer starts them; `engines=0`: one engine in this process) and test runs on the
+test-runner pool, both on one Ray session (actors/eval_session.py), so the work scales with
+the cluster.
 
 summary.json: `localization` (recall_at_n of the oracle's changed files that exist at the base
 commit, all_found_rate, unknown_paths and the instances naming them, dropped_too_long),
 `reproduction` (written, kept, instances_with_kept_test), `candidates` (generated, applied,
 unique, survive_regression, survive_repro: on instances with a kept test), `resolve_rate`,
-`best_candidate_resolve_rate`, `report` (the executor's counts; report.json has its ids) and
-`seconds` per stage (engine_start, localize, repair, reproduce, repro_check, regression,
-repro_on_candidates, total). `test_workers=0` runs the tests in this process, without Ray.
+`best_candidate_resolve_rate`, `report` (the executor's counts; report.json has its ids),
+`engines` (how many generated, where, restarts) and `seconds` per stage (engine_start,
+localize, repair, reproduce, repro_check, regression, repro_on_candidates, total).
+`test_workers=0` runs the tests in this process; with `engines=0` too, nothing needs Ray.
 
 Departures from the paper (Agentless Mini): one localization step (no related-element step),
 greedy; regression tests are the instance's PASS_TO_PASS only (no search for the repository's
@@ -48,17 +51,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.agentless_filters import Case, RunJobs, rerank, run_tests
-from actors.evaluate import PROMPTS_PER_CALL, EvalConfig, Selection, make_worker, split_instances
-from conf.config import ExecutionConfig
+from actors.eval_session import EvalSession
+from actors.evaluate import EvalConfig, Selection, split_instances
 from conf.io import write_text
-from conf.progress import Progress
 from data.agentless_prompts import answer_part, localize_messages, read_test_file, repro_messages, repro_test_patch
 from data.file_picks import read_picks
 from data.patching import files_patch
@@ -68,54 +68,37 @@ from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer
 from reward.apply import apply_edits
 from reward.execution.environments import EnvSpec
-from reward.execution.runner import HOST_DEMO_SPEC, TestJob, TestRun
+from reward.execution.runner import HOST_DEMO_SPEC
 from reward.execution.snapshots import clone_map
 from reward.parse import Rejected, parse_output
 from reward.rerank import deduplicate, patch_key
-
-if TYPE_CHECKING:
-    from actors.rollout import RolloutWorker
 
 log = logging.getLogger(__name__)
 
 
 class Generator:
-    """Chat prompts -> completions on one rollout worker, started on first use (the oracle
-    switches with repro_tests=0 need no engine)."""
+    """Chat prompts -> completions on the evaluation's engines (actors/eval_session.py: the
+    rollout fleet, or one worker in this process), started on first use (the oracle switches
+    with repro_tests=0 need no engine)."""
 
-    def __init__(self, cfg: EvalConfig, tokenizer: Any) -> None:
-        self.cfg, self.tokenizer = cfg, tokenizer
-        self.worker: RolloutWorker | None = None
+    def __init__(self, cfg: EvalConfig, tokenizer: Any, session: EvalSession | None = None) -> None:
+        self.cfg, self.tokenizer, self.session = cfg, tokenizer, session
 
     def encode(self, messages: list[dict[str, str]]) -> list[int] | None:
         ids = encode_prompt(self.tokenizer, messages)
         return ids if len(ids) <= self.cfg.max_prompt_tokens else None
 
     def __call__(self, stage: str, prompts: list[tuple[str, list[int]]], n: int, temperature: float) -> list[list[str]]:
-        from actors.generation import request_seed
-        from actors.rollout import GenerationRequest
+        assert self.session is not None
+        return self.session.generate(stage, prompts, n, temperature)
 
-        worker = self.start()
-        out: list[list[str]] = []
-        with Progress("eval", f"{stage} prompts", len(prompts), emit=log.info) as progress:
-            for start in range(0, len(prompts), PROMPTS_PER_CALL):
-                chunk = prompts[start : start + PROMPTS_PER_CALL]
-                rids = [(f"{stage}/{key}", ids) for key, ids in chunk]
-                seed = self.cfg.seed
-                requests = [GenerationRequest(r, ids, n, request_seed(seed, r), temperature) for r, ids in rids]
-                out += [[c.text for c in r.completions] for r in worker.generate(requests)]
-                progress.update(len(chunk))
-        return out
-
-    def start(self) -> RolloutWorker:
-        if self.worker is None:
-            self.worker = make_worker(self.cfg)
-        return self.worker
+    def start(self) -> None:
+        if self.session is not None:
+            self.session.start_engines()
 
     def close(self) -> None:
-        if self.worker is not None:
-            self.worker.shutdown()
-            self.worker = None
+        if self.session is not None:
+            self.session.close_engines()
 
 
 # -- the model's stages -----------------------------------------------------------------------------
@@ -255,38 +238,18 @@ def open_cases(cfg: EvalConfig) -> tuple[list[Case], dict[str, Any]]:
     return cases, {"split": sel.split, "skipped_other_split": sel.skipped_other_split, **counts}
 
 
-def pool_runner(cfg: EvalConfig) -> tuple[RunJobs, Callable[[], None]]:
-    """run_jobs on a test-runner pool on a local Ray (started on the first jobs), and its closer;
-    with test_workers=0, one Runner in this process (no Ray: small runs on a loaded machine)."""
-    from actors.test_pool import TestPool
-    from data.parallel import ray_session
-
-    exec_cfg = ExecutionConfig(num_runners=max(cfg.test_workers, 1), repos=list(cfg.git))
-    if cfg.test_workers == 0:
-        from reward.execution.runner import Runner
-
-        runner = Runner(exec_cfg)
-        return lambda jobs, what: [runner.run(job) for job in jobs], lambda: None
-    stack = ExitStack()  # the Ray session and the pool, once the first jobs start them
-    pools: list[TestPool] = []
-
-    def run_jobs(jobs: list[TestJob], what: str) -> list[TestRun]:
-        if not jobs:
-            return []
-        if not pools:
-            stack.enter_context(ray_session("", cfg.test_workers))
-            pools.append(TestPool(exec_cfg))
-            stack.callback(pools[0].shutdown)
-        return pools[0].run(jobs, what=what)
-
-    return run_jobs, stack.close
-
-
 def evaluate(
     cfg: EvalConfig, run_jobs: RunJobs | None = None, gen: Generator | None = None
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """Every stage on the split's validated instances: (summary, predictions). `run_jobs` and
-    `gen` replace the test-runner pool and the engine (tests: a local Runner, scripted answers)."""
+    `gen` replace the test-runner pool and the engines (tests: a local Runner, scripted answers)."""
+    with EvalSession(cfg) as session:
+        return _evaluate(cfg, session, run_jobs or session.run_jobs, gen)
+
+
+def _evaluate(
+    cfg: EvalConfig, session: EvalSession, run_jobs: RunJobs, gen: Generator | None
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
     from transformers import AutoTokenizer
 
     from reward.execute import report
@@ -295,7 +258,7 @@ def evaluate(
     seconds: dict[str, float] = {}
     cases, selection = open_cases(cfg)
     log.info("[agentless] %d validated instances (%s)", len(cases), selection)
-    gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
+    gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint), session)
     try:
         start = time.perf_counter()
         if cases and not (cfg.oracle_localize and cfg.oracle_repair and cfg.repro_tests == 0):
@@ -308,14 +271,8 @@ def evaluate(
         written = write_repro_tests(cfg, cases, gen)
         seconds["reproduce"] = time.perf_counter() - start
     finally:
-        gen.close()
-    close: Callable[[], None] = lambda: None  # noqa: E731
-    if run_jobs is None:
-        run_jobs, close = pool_runner(cfg)
-    try:
-        run_tests(cases, written, run_jobs, seconds)
-    finally:
-        close()
+        gen.close()  # the engines' CPUs and GPUs go to the test runners; Ray stays up for them
+    run_tests(cases, written, run_jobs, seconds)
     filters = [rerank(case) for case in cases]
     name = cfg.model_name or cfg.checkpoint
     predictions = [{"instance_id": c.iid, "model_name_or_path": name, "model_patch": _final_patch(c)} for c in cases]
@@ -350,6 +307,7 @@ def evaluate(
         "resolve_rate": harness["resolved"] / len(cases) if cases else 0.0,
         "best_candidate_resolve_rate": _mean([float(r) for r in resolved_any]),
         "report": {k: harness[k] for k in ("submitted", "completed", "unresolved", "error", "empty_patch")},
+        "engines": session.engines_used,
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
         "config": asdict(cfg),
     }

@@ -5,6 +5,7 @@
     python -m actors.evaluate checkpoint=... data=... --oracle      # harness self-check
     python -m actors.evaluate mode=agentless checkpoint=... data=... [git=CLONE] [localize_top=3]
         [samples=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
+    either mode: [engines=1] [engine_gpus=0] [tensor_parallel_size=1] [ray_address=] [test_workers=2]
 
 Two modes. `mode=oracle_context` (the default, described below) is the quick proxy the paper
 also reports: the model is handed the oracle's files and scored by the reward. `mode=agentless`
@@ -16,8 +17,16 @@ only parses the shared arguments and dispatches.
 The instances are those the trainer holds out with the same `heldout_fraction` (the hash rule
 of data.loader.is_heldout; `split=train` gives the others), or all of them when the fraction
 is 0; prompts are built as in training (data.prompt) and those over `max_prompt_tokens` are
-dropped and counted. Generation reuses the trainer's rollout worker in-process (same vLLM
-engine set-up, CPU or GPU): one greedy answer and `samples` sampled ones per instance.
+dropped and counted. One greedy answer and `samples` sampled ones per instance.
+
+Where the work runs (both modes, actors/eval_session.py): generation on `engines` rollout actors
+on Ray, started as the trainer starts them (the same vLLM engine set-up, `engine_gpus` GPUs and
+`tensor_parallel_size` each; every stage's prompts are shared among them, each request with its
+own seed, so the answers do not depend on their number); `engines=0` runs one engine in this
+process instead (no Ray start: quicker for small runs on a laptop, and on a single GPU box it
+uses this process's GPUs). Tests run on `test_workers` runners of the test-runner pool on the
+same Ray. Ray is a local cluster on 127.0.0.1, or the cluster at `ray_address` / RAY_ADDRESS
+(`ray job submit`): docs/cluster.md, section 6. summary.json's `engines` records which.
 
 Reported, for greedy and for sampled answers (summary.json):
 - format_rate: answers that pass the reward's rules 1-2 (tags, at least one edit);
@@ -51,7 +60,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,12 +69,9 @@ import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from conf import device as devices
 from conf import logs
-from conf.config import DataConfig, ExecutionConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig
+from conf.config import DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig, TrainerConfig
 from conf.io import atomic_write, write_text
-from conf.progress import Progress
-from conf.runtime import Runtime
 from data.loader import PromptItem, is_heldout, resolve_path, shard_files
 from data.patching import PatchError, apply_patch, created_files, files_patch
 from data.prompt import build_messages, encode_prompt
@@ -75,12 +81,10 @@ from reward.apply import apply_edits
 from reward.parse import parse_output
 
 if TYPE_CHECKING:
-    from actors.rollout import RolloutWorker
+    from actors.eval_session import EvalSession
+    from reward.execution.runner import TestJob, TestRun
 
 log = logging.getLogger(__name__)
-
-# Prompts per generate call: progress is printed between calls; vLLM batches within each.
-PROMPTS_PER_CALL = 64
 
 
 @dataclass
@@ -99,16 +103,21 @@ class EvalConfig:
     limit: int = 0
     # Sampled answers per instance (the trainer's group size by default).
     samples: int = TrainConfig.group_size
-    # Sampling temperature and nucleus of the sampled answers (greedy ones use neither).
+    # Sampling temperature of the sampled answers (greedy ones use none).
     temperature: float = RolloutConfig.temperature
+    # Nucleus of the sampled answers (1.0 = off).
     top_p: float = RolloutConfig.top_p
-    # Completion length limit, and the engine's context length.
+    # Completion length limit in tokens.
     max_new_tokens: int = RolloutConfig.max_new_tokens
+    # The engine's context length (prompt + completion).
     max_model_len: int = RolloutConfig.max_model_len
-    # Engine set-up, as for the rollout actors (tensor parallel and memory apply on GPU only).
+    # Weights dtype of the engines (float32 on CPU, bfloat16 on GPU).
     dtype: str = ModelConfig.dtype
+    # vLLM tensor parallel size per engine, as rollout.tensor_parallel_size (GPU only).
     tensor_parallel_size: int = RolloutConfig.tensor_parallel_size
+    # Fraction of GPU memory vLLM may use (GPU only).
     gpu_memory_utilization: float = RolloutConfig.gpu_memory_utilization
+    # KV cache of a CPU engine in GiB.
     kv_cache_gib: int = RolloutConfig.kv_cache_gib
     # The reward's time cap per diff pair, as in training.
     max_pair_seconds: float = RewardConfig.max_pair_seconds
@@ -123,11 +132,23 @@ class EvalConfig:
     # Run the instances' tests on the answers whose edits apply, when the instances carry
     # FAIL_TO_PASS (schema v3): resolve_rate (greedy) and resolved_any (any sample resolves).
     tests: bool = True
-    # Test runners on a local Ray for those runs (reward/execution/, actors/test_pool.py); with
-    # mode=agentless, 0 runs them one by one in this process, without Ray.
+    # Test runners for those runs, on the engines' Ray (reward/execution/, actors/test_pool.py);
+    # with mode=agentless, 0 runs them one by one in this process.
     test_workers: int = 2
-    # "oracle_context": the quick proxy above (the oracle's files as context); "agentless": the
-    # paper's Agentless-Mini pipeline on whole repositories, resolved by tests (actors/agentless.py).
+    # Rollout actors that generate, on Ray as in training (actors/engines.py: each stage's
+    # prompts are shared among them); 0 = one engine in this process, without Ray.
+    engines: int = 1
+    # GPUs per rollout actor (= tensor_parallel_size on GPUs; 0 = CPU engines). With engines=0
+    # the engine uses whatever this process has.
+    engine_gpus: float = RolloutConfig.num_gpus
+    # Ray for the engines and the test runners: "" = RAY_ADDRESS if set (`ray job submit`), else a
+    # local cluster on 127.0.0.1; "auto" or "ray://..." = join that cluster (as ray.address).
+    ray_address: str = ""
+    # Seconds an engine's start, or one call of 64 prompts, may take on the fleet.
+    timeout_s: float = TrainerConfig.phase_timeout_s
+    # "oracle_context": the quick proxy (the oracle's files as context, scored by the reward);
+    # "agentless": the paper's Agentless-Mini pipeline on whole repositories, resolved by tests
+    # (actors/agentless.py).
     mode: str = "oracle_context"
     # Local clones of the instances' repositories ("PATH" or "owner/name=PATH", as
     # reward.execution.repos): the agentless view of the repository and the sandbox's snapshots.
@@ -136,9 +157,10 @@ class EvalConfig:
     localize_top: int = 3
     # Agentless: reproduction tests the model writes per instance (0 = none: no repro filter).
     repro_tests: int = 4
-    # Agentless self-checks: the oracle's changed files as the localization, the oracle's patch
-    # as every repair sample; with both on every validated instance must resolve.
+    # Agentless self-check: the oracle's changed files as the localization.
     oracle_localize: bool = False
+    # Agentless self-check: the oracle's patch as every repair sample; with oracle_localize too,
+    # every validated instance must resolve.
     oracle_repair: bool = False
 
 
@@ -193,6 +215,13 @@ def validate(cfg: EvalConfig) -> None:
         raise EvalConfigError("localize_top must be >= 1, repro_tests >= 0")
     if cfg.test_workers < (0 if cfg.mode == "agentless" else 1):
         raise EvalConfigError(f"test_workers={cfg.test_workers}: must be >= 1 (>= 0 with mode=agentless)")
+    if cfg.engines < 0 or cfg.engine_gpus < 0 or cfg.timeout_s <= 0:
+        raise EvalConfigError("engines and engine_gpus must be >= 0, timeout_s > 0")
+    if cfg.engine_gpus and (cfg.engines == 0 or cfg.engine_gpus < cfg.tensor_parallel_size):
+        raise EvalConfigError(
+            f"engine_gpus={cfg.engine_gpus}: GPUs of each rollout actor, so engines >= 1 and at least "
+            f"tensor_parallel_size={cfg.tensor_parallel_size} (engines=0 uses this process's GPUs)"
+        )
     if cfg.mode != "agentless" and (cfg.oracle_localize or cfg.oracle_repair):
         raise EvalConfigError("oracle_localize and oracle_repair are switches of mode=agentless")
 
@@ -250,58 +279,11 @@ def oracle_texts(items: list[PromptItem]) -> list[str]:
     return texts
 
 
-def make_worker(cfg: EvalConfig) -> RolloutWorker:
-    """One in-process rollout worker: the trainer's engine set-up for the evaluated checkpoint."""
-    from actors.rollout import RolloutWorker
-
-    engine_cfg = RolloutConfig(
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        max_new_tokens=cfg.max_new_tokens,
-        max_model_len=cfg.max_model_len,
-        tensor_parallel_size=cfg.tensor_parallel_size,
-        gpu_memory_utilization=cfg.gpu_memory_utilization,
-        kv_cache_gib=cfg.kv_cache_gib,
-    )
-    run = Runtime(cfg.checkpoint, cfg.dtype, cfg.seed, devices.present(), timeout_s=float("inf"))
-    return RolloutWorker(engine_cfg, run, actor_id="eval", seed=cfg.seed)
-
-
-def generate_texts(cfg: EvalConfig, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
-    """Greedy and sampled answers from one in-process rollout worker (the trainer's engine set-up)."""
-    from actors.generation import request_seed
-    from actors.rollout import GenerationRequest
-
-    worker = make_worker(cfg)
-    try:
-        greedy: list[str] = []
-        sampled: list[list[str]] = []
-        with Progress("eval", "instances generated", len(items), emit=log.info) as progress:
-            for start in range(0, len(items), PROMPTS_PER_CALL):
-                chunk = items[start : start + PROMPTS_PER_CALL]
-                seeds = [request_seed(cfg.seed, it.instance_id) for it in chunk]
-                greedy += [
-                    r.completions[0].text
-                    for r in worker.generate(
-                        [
-                            GenerationRequest(f"greedy/{it.instance_id}", it.prompt_ids, 1, s, temperature=0.0)
-                            for it, s in zip(chunk, seeds, strict=True)
-                        ]
-                    )
-                ]
-                sampled += [
-                    [c.text for c in r.completions]
-                    for r in worker.generate(
-                        [
-                            GenerationRequest(f"sampled/{it.instance_id}", it.prompt_ids, cfg.samples, s)
-                            for it, s in zip(chunk, seeds, strict=True)
-                        ]
-                    )
-                ]
-                progress.update(len(chunk))
-        return greedy, sampled
-    finally:
-        worker.shutdown()
+def generate_texts(session: EvalSession, items: list[PromptItem]) -> tuple[list[str], list[list[str]]]:
+    """Greedy and sampled answers, on the session's engines (the trainer's engine set-up)."""
+    prompts = [(it.instance_id, it.prompt_ids) for it in items]
+    greedy = [texts[0] for texts in session.generate("greedy", prompts, 1, 0.0)]
+    return greedy, session.generate("sampled", prompts, session.cfg.samples, session.cfg.temperature)
 
 
 # -- scoring and patches ------------------------------------------------------------------------
@@ -388,6 +370,13 @@ class Report:
 
 def evaluate(cfg: EvalConfig) -> Report:
     """Select, generate (or take the oracle's answers), score; nothing is written here."""
+    from actors.eval_session import EvalSession
+
+    with EvalSession(cfg) as session:
+        return _evaluate(cfg, session)
+
+
+def _evaluate(cfg: EvalConfig, session: EvalSession) -> Report:
     from transformers import AutoTokenizer
 
     start = time.perf_counter()
@@ -403,7 +392,8 @@ def evaluate(cfg: EvalConfig) -> Report:
         greedy = oracle_texts(sel.items)
         sampled = [[text] * cfg.samples for text in greedy]
     else:
-        greedy, sampled = generate_texts(cfg, sel.items) if sel.items else ([], [])
+        greedy, sampled = generate_texts(session, sel.items) if sel.items else ([], [])
+        session.close_engines()  # their CPUs and GPUs go to the test runners
     name = cfg.model_name or ("oracle" if cfg.oracle else cfg.checkpoint)
     report = Report({})
     greedy_outcomes, sampled_outcomes, roundtrip_failures = [], [], 0
@@ -424,7 +414,8 @@ def evaluate(cfg: EvalConfig) -> Report:
                 "sampled": [_answer(t, o) for t, o in zip(texts, s, strict=True)],
             }
         )
-    tests = resolutions(cfg, sel.items, report.predictions, [[o.new_content for o in s] for s in sampled_outcomes])
+    new_files = [[o.new_content for o in s] for s in sampled_outcomes]
+    tests = resolutions(cfg, sel.items, report.predictions, new_files, session.run_jobs)
     report.summary = {
         "checkpoint": cfg.checkpoint,
         "data": cfg.data,
@@ -438,6 +429,7 @@ def evaluate(cfg: EvalConfig) -> Report:
         "sampled": sampled_rates(sampled_outcomes)
         | {"samples_per_instance": cfg.samples, "temperature": cfg.temperature},
         **({"tests": tests} if tests else {}),
+        "engines": session.engines_used,
         "config": asdict(cfg),
         "seconds": round(time.perf_counter() - start, 2),
     }
@@ -449,6 +441,7 @@ def resolutions(
     items: list[PromptItem],
     predictions: list[dict[str, str]],
     sampled: list[list[dict[str, str] | None]],
+    run_jobs: Callable[[list[TestJob], str], list[TestRun]],
 ) -> dict[str, Any] | None:
     """resolve_rate of the greedy patches and resolved_any over the samples, by running the
     tests of the instances that carry FAIL_TO_PASS; None when none does (or cfg.tests is off).
@@ -464,15 +457,7 @@ def resolutions(
         for new in sampled[i]:
             patches[(i, model_patch(items[i].instance, new))] = None
     jobs = [TestJob(items[i].instance, patch, job_id=str(n)) for n, (i, patch) in enumerate(patches) if patch]
-    runs: dict[str, Any] = {}
-    if jobs:
-        from actors.test_pool import TestPool
-        from data.parallel import ray_session
-
-        with ray_session("", cfg.test_workers):
-            pool = TestPool(ExecutionConfig(num_runners=cfg.test_workers, repos=list(cfg.git)))
-            runs = {run.job_id: run for run in pool.run(jobs, what="answers' test runs")}
-            pool.shutdown()
+    runs = {run.job_id: run for run in run_jobs(jobs, "answers' test runs")}
     keys = {key: str(n) for n, key in enumerate(patches)}
     ok = lambda i, patch: bool(patch) and bool(getattr(runs.get(keys[(i, patch)]), "resolved", False))  # noqa: E731
     greedy = [ok(i, predictions[i]["model_patch"]) for i in tested]

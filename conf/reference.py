@@ -1,7 +1,8 @@
 """`python -m conf.reference > docs/config.md`: the config reference, generated from the schema.
 
-Every field of conf/config.py with its default and its comment, so the documentation cannot
-drift from the code (tests/conf checks that docs/config.md is this command's output).
+Every field of conf/config.py, and of the evaluation command's EvalConfig, with its default and
+its comment, so the documentation cannot drift from the code (tests/conf checks that
+docs/config.md is this command's output).
 """
 
 from __future__ import annotations
@@ -51,16 +52,30 @@ def render() -> str:
         "",
     ]
     for prefix, cls in SECTIONS:
-        comments = field_comments(cls)
-        rows += [f"## `{prefix or 'top level'}`", "", "| key | default | meaning |", "|---|---|---|"]
-        for f in dataclasses.fields(cls):
-            if f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory):
-                continue  # a section: it has its own table
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
-            key = f"{prefix}.{f.name}" if prefix else f.name
-            rows.append(f"| `{key}` | `{default!r}` | {comments.get(f.name, '').replace('|', '/')} |")
-        rows.append("")
+        rows += [f"## `{prefix or 'top level'}`", "", *_table(prefix, cls)]
+    from actors.evaluate import EvalConfig  # a command's own schema, not the trainer's
+
+    rows += [
+        "## `python -m actors.evaluate`",
+        "",
+        "The evaluation command's keys (`key=value`; actors/evaluate.py `EvalConfig`, `--help`).",
+        "",
+        *_table("", EvalConfig),
+    ]
     return "\n".join(rows)
+
+
+def _table(prefix: str, cls: type) -> list[str]:
+    comments = field_comments(cls)
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory):
+            continue  # a section: it has its own table
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
+        key = f"{prefix}.{f.name}" if prefix else f.name
+        rows.append(f"| `{key}` | `{default!r}` | {comments.get(f.name, '').replace('|', '/')} |")
+    rows.append("")
+    return rows
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ class ContextConfig:
             tensor_parallel_size=self.tensor_parallel_size,
             gpu_memory_utilization=self.gpu_memory_utilization,
             kv_cache_gib=self.kv_cache_gib,
+            max_prompts_per_call=self.batch,  # a batch of questions is one generate call
         )
 
 

@@ -126,9 +126,12 @@ def test_reproduction_tests_are_kept_when_they_fail_and_filter_the_candidates(ti
 
 
 def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
+    """In this process (engines=0): the fleet doubled this test's time on the loaded 2-core CI
+    machine (Ray and an actor's start); tests/actors/test_eval_session.py runs the same seam on
+    a fleet of two and checks that it answers as this path does."""
     out = tmp_path / "eval"
     cmd = [sys.executable, "-m", "actors.evaluate", "mode=agentless", f"checkpoint={tiny}", "data=demo"]
-    cmd += ["limit=2", "samples=2", "repro_tests=1", "max_new_tokens=16", f"out={out}"]
+    cmd += ["limit=2", "samples=2", "repro_tests=1", "max_new_tokens=16", f"out={out}", "engines=0"]
     proc = subprocess.run(
         cmd, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True, text=True, timeout=300
     )
@@ -139,6 +142,7 @@ def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
     assert summary["candidates"]["generated"] == 4 and summary["candidates"]["applied"] == 0
     assert summary["reproduction"]["kept"] == 0 and summary["resolve_rate"] == 0.0
     assert set(summary["seconds"]) >= {"engine_start", "localize", "repair", "reproduce", "regression", "total"}
+    assert summary["engines"]["engines"] == 0 and summary["engines"]["where"] == "in-process"
     report = json.loads((out / "report.json").read_text())
     assert report["total_predictions"] == 2 and report["empty_patch"] == 2
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]

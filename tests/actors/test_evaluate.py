@@ -205,11 +205,13 @@ def test_model_mode_runs_the_command_and_writes_a_predictions_file(tiny, tmp_pat
         "max_new_tokens=12",
         f"out={out}",
         "model_name=tiny-random",
+        "engines=0",  # in this process; the fleet: tests/actors/test_eval_session.py
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["instances"] == 3 and summary["mode"] == "model"
+    assert summary["engines"]["where"] == "in-process"
     for kind in ("greedy", "sampled"):
         # A random model never writes the answer format.
         assert summary[kind]["format_rate"] == 0.0 and summary[kind]["mean_reward"] == -1.0
