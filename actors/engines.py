@@ -50,7 +50,7 @@ class Engines:
     def __init__(self, engine: RolloutConfig, run: Runtime, *, count: int, name: str) -> None:
         """`count` rollout actors on Ray (Ray initialised by the caller), or 0: one worker here.
         `engine.max_prompts_per_call` is the chunk one generate call gets (vLLM batches it)."""
-        self.engine, self.count = engine, count
+        self.engine, self.count, self.device = engine, count, run.device
         self.worker: RolloutWorker | None = None
         self.fleet: RolloutFleet | None = None
         if count:
@@ -89,13 +89,15 @@ class Engines:
 
     def describe(self) -> dict[str, Any]:
         """What summary files record: where the answers came from."""
-        fleet = self.fleet.metrics() if self.fleet is not None else {}
-        return {
-            "engines": self.count,
-            "where": "ray" if self.count else "in-process",
+        where = {"engines": self.count, "where": "ray" if self.count else "in-process", "device": self.device}
+        if self.fleet is None:
+            return where | {"tensor_parallel_size": self.engine.tensor_parallel_size}
+        fleet = self.fleet.metrics()
+        return where | {
             "tensor_parallel_size": self.engine.tensor_parallel_size,
             "gpus_per_engine": self.engine.num_gpus,
-            **{k: fleet[k] for k in ("rollout_actor_restarts", "requeued_prompts") if k in fleet},
+            "rollout_actor_restarts": fleet["rollout_actor_restarts"],
+            "requeued_prompts": fleet["requeued_prompts"],
         }
 
     def shutdown(self) -> None:
