@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from actors.ray_quiet import QUIET_ENV, control_plane_pids, deprioritize
+from actors import ray_quiet
 from actors.reaper import scoped_tmp, watch
 from conf.errors import UserError
 from conf.logs import third_party_level
@@ -84,20 +84,19 @@ def init_ray(
         return
     loopback_only()
     private_token()
-    if quiet:
-        os.environ.update(QUIET_ENV)
     tmp_root = scoped_tmp()  # the run's temporary files, removed when it ends (actors/reaper.py)
-    ray.init(
-        address="local",
-        num_cpus=num_cpus,
-        include_dashboard=include_dashboard,
-        dashboard_host="127.0.0.1",
-        _node_ip_address="127.0.0.1",
-        **kwargs,
-    )
+    with ray_quiet.environment(quiet):
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=include_dashboard,
+            dashboard_host="127.0.0.1",
+            _node_ip_address="127.0.0.1",
+            **kwargs,
+        )
     watch(tmp_root)  # the local cluster ends with its driver, even a SIGKILLed one
     if quiet:
-        deprioritize(control_plane_pids(os.getpid()))
+        ray_quiet.deprioritize(ray_quiet.control_plane_pids(os.getpid()))
 
 
 def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 QUIET_ENV: dict[str, str] = {
@@ -51,6 +52,22 @@ CONTROL_PLANE = (
     "multiprocessing.forkserver",
     "multiprocessing.resource_tracker",
 )
+
+
+@contextlib.contextmanager
+def environment(quiet: bool) -> Iterator[None]:
+    """QUIET_ENV set while Ray's processes start (they keep it), then this process's own back."""
+    saved = {k: os.environ.get(k) for k in QUIET_ENV}
+    if quiet:
+        os.environ.update(QUIET_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _children() -> dict[int, list[int]]:

@@ -1,6 +1,7 @@
 """Generation speed of vLLM inside the project's rollout actor vs bare vLLM in one process.
 
-    python bench/rollout.py [--prompts 2 --samples 16 --tokens 128 --repeats 3] [--variants ...]
+    python bench/rollout.py [--prompts 2 --samples 16 --tokens 128 --repeats 2 --rounds 2]
+                            [--variants actor,quiet]
 
 Both sides get the same engine arguments (actors/rollout.py `engine_args`: SmolLM2, float32,
 the default RolloutConfig), the same token-id prompts, sampling seeds and thread count:
@@ -8,12 +9,16 @@ the default RolloutConfig), the same token-id prompts, sampling seeds and thread
 - "actor": `RolloutWorker` made remote as the fleet makes it (actors/fleet.py: its CPU share,
   its runtime env, OMP_NUM_THREADS = rollout.cpu_threads), `generate.remote` timed from this
   driver until the results arrive (so the per-call path and result serialization count).
-Variants of the actor side say where a gap comes from (`--variants`):
-- "actor":        Ray started as the trainer starts it (dashboard on, trainer.include_dashboard);
-- "nodash":       Ray without the dashboard and its agents' periodic work;
-Calls alternate between the sides (bare, actor, ...) so that a load change on this shared
-machine hits both; each side's figure is its best of `--repeats` calls. Tokens/s counts the
-sampled tokens. The last line is `actor/bare = X` for the trainer's set-up ("actor").
+Each round measures the bare engine with no Ray running, then, per variant, starts Ray,
+measures the bare engine with Ray up and no actor, starts the actor and alternates bare and
+actor calls, and stops Ray. Rounds separate a drift of the machine (a shared one) from Ray's
+effect; each figure is the best of `--repeats` calls, and the summary takes the median over
+rounds as a fraction of the bare engine with no Ray. Variants (`--variants`):
+- "actor":  Ray as before `ray.quiet` (dashboard on, ray.quiet=false);
+- "nodash": the same without the dashboard;
+- "quiet":  the trainer's default (dashboard on, ray.quiet: actors/ray_quiet.py).
+Tokens/s counts the sampled tokens. The last line is `actor/bare = X`: the last variant's
+actor against the bare engine with no Ray running.
 """
 
 from __future__ import annotations

@@ -55,3 +55,17 @@ def test_every_thread_of_a_control_plane_process_goes_idle():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_quiet_environment_is_set_only_while_ray_starts(monkeypatch):
+    from actors.ray_quiet import QUIET_ENV, environment
+
+    monitor, prestart = "RAY_memory_monitor_refresh_ms", "RAY_enable_worker_prestart"  # Ray's own spelling
+    monkeypatch.setenv(monitor, "500")  # a user's own setting comes back
+    monkeypatch.delenv(prestart, raising=False)
+    with environment(True):
+        assert {k: os.environ[k] for k in QUIET_ENV} == QUIET_ENV
+    assert os.environ[monitor] == "500"
+    assert prestart not in os.environ
+    with environment(False):
+        assert os.environ[monitor] == "500"
