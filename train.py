@@ -74,7 +74,7 @@ class Trainer:
         if REWARDS.get(cfg.reward.kind).uses_test_pool:
             self.loader.require_test_labels(f"reward.kind={cfg.reward.kind}")
         r = cfg.ray
-        init_ray(r.address, num_cpus=r.num_cpus, include_dashboard=r.include_dashboard, verbose=verbose)
+        init_ray(r.address, num_cpus=r.num_cpus, include_dashboard=r.include_dashboard, quiet=r.quiet, verbose=verbose)
         check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         actors = (cfg.rollout.num_actors, cfg.reward.num_workers, cfg.learner.num_ranks)
         log.info("[setup] %s on %s: %d rollout, %d reward and %d learner actor(s)", run.model_path, device, *actors)

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from actors import ray_quiet
 from actors.reaper import scoped_tmp, watch
 from conf.errors import UserError
 from conf.logs import third_party_level
@@ -58,9 +59,18 @@ def starts_local(address: str) -> bool:
     return not (address or os.environ.get("RAY_ADDRESS"))
 
 
-def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: bool = False, **kwargs: object) -> None:
+def init_ray(
+    address: str,
+    *,
+    num_cpus: int,
+    include_dashboard: bool,
+    quiet: bool = False,
+    verbose: bool = False,
+    **kwargs: object,
+) -> None:
     """Join the cluster at `address` (or RAY_ADDRESS, as under `ray job submit`); with neither,
-    start a local one on 127.0.0.1 with `num_cpus` logical CPUs."""
+    start a local one on 127.0.0.1 with `num_cpus` logical CPUs, its control plane quieted
+    with `quiet` (actors/ray_quiet.py)."""
     import ray
 
     if ray.is_initialized():
@@ -75,15 +85,18 @@ def init_ray(address: str, *, num_cpus: int, include_dashboard: bool, verbose: b
     loopback_only()
     private_token()
     tmp_root = scoped_tmp()  # the run's temporary files, removed when it ends (actors/reaper.py)
-    ray.init(
-        address="local",
-        num_cpus=num_cpus,
-        include_dashboard=include_dashboard,
-        dashboard_host="127.0.0.1",
-        _node_ip_address="127.0.0.1",
-        **kwargs,
-    )
+    with ray_quiet.environment(quiet):
+        ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=include_dashboard,
+            dashboard_host="127.0.0.1",
+            _node_ip_address="127.0.0.1",
+            **kwargs,
+        )
     watch(tmp_root)  # the local cluster ends with its driver, even a SIGKILLed one
+    if quiet:
+        ray_quiet.deprioritize(ray_quiet.control_plane_pids(os.getpid()))
 
 
 def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:

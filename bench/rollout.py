@@ -1,6 +1,7 @@
 """Generation speed of vLLM inside the project's rollout actor vs bare vLLM in one process.
 
-    python bench/rollout.py [--prompts 2 --samples 16 --tokens 128 --repeats 3] [--variants ...]
+    python bench/rollout.py [--prompts 2 --samples 16 --tokens 128 --repeats 2 --rounds 2]
+                            [--variants actor,quiet]
 
 Both sides get the same engine arguments (actors/rollout.py `engine_args`: SmolLM2, float32,
 the default RolloutConfig), the same token-id prompts, sampling seeds and thread count:
@@ -8,18 +9,23 @@ the default RolloutConfig), the same token-id prompts, sampling seeds and thread
 - "actor": `RolloutWorker` made remote as the fleet makes it (actors/fleet.py: its CPU share,
   its runtime env, OMP_NUM_THREADS = rollout.cpu_threads), `generate.remote` timed from this
   driver until the results arrive (so the per-call path and result serialization count).
-Variants of the actor side say where a gap comes from (`--variants`):
-- "actor":        Ray started as the trainer starts it (dashboard on, trainer.include_dashboard);
-- "nodash":       Ray without the dashboard and its agents' periodic work;
-Calls alternate between the sides (bare, actor, ...) so that a load change on this shared
-machine hits both; each side's figure is its best of `--repeats` calls. Tokens/s counts the
-sampled tokens. The last line is `actor/bare = X` for the trainer's set-up ("actor").
+Each round measures the bare engine with no Ray running, then, per variant, starts Ray,
+measures the bare engine with Ray up and no actor, starts the actor and alternates bare and
+actor calls, and stops Ray. Rounds separate a drift of the machine (a shared one) from Ray's
+effect; each figure is the best of `--repeats` calls, and the summary takes the median over
+rounds as a fraction of the bare engine with no Ray. Variants (`--variants`):
+- "actor":  Ray as before `ray.quiet` (dashboard on, ray.quiet=false);
+- "nodash": the same without the dashboard;
+- "quiet":  the trainer's default (dashboard on, ray.quiet: actors/ray_quiet.py).
+Tokens/s counts the sampled tokens. The last line is `actor/bare = X`: the last variant's
+actor against the bare engine with no Ray running.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -101,13 +107,16 @@ def best_rate(side: Any, reqs: list[Any]) -> float:
 
 def measure(
     variant: str, args: argparse.Namespace, cfg: RolloutConfig, bare: Bare, reqs: list[Any]
-) -> tuple[float, float]:
-    """Best tokens/s of the bare engine and of the actor, calls alternated, Ray up as `variant` says."""
+) -> dict[str, float]:
+    """Best tokens/s of the bare engine with Ray up but no actor yet ("ray"), then of the bare
+    engine and the actor, calls alternated ("bare", "actor"), Ray started as `variant` says."""
     import ray
 
     from actors.cluster import init_ray
 
-    init_ray("", num_cpus=4, include_dashboard=variant == "actor")
+    init_ray("", num_cpus=4, include_dashboard=variant != "nodash", quiet=variant == "quiet")
+    time.sleep(args.settle)  # Ray's start-up work (agents, prestarted workers) is not steady state
+    ray_only = max(best_rate(bare, reqs) for _ in range(args.repeats))
     actor = InActor(cfg, bare.model_path)
     actor.tokens(reqs)  # warm-up: first-call allocation
     rates: dict[str, list[float]] = {"bare": [], "actor": []}
@@ -116,7 +125,7 @@ def measure(
         rates["actor"].append(best_rate(actor, reqs))
     actor.close()
     ray.shutdown()
-    return max(rates["bare"]), max(rates["actor"])
+    return {"ray": ray_only, "bare": max(rates["bare"]), "actor": max(rates["actor"])}
 
 
 def main() -> None:
@@ -124,8 +133,10 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=2)
     p.add_argument("--samples", type=int, default=16)
     p.add_argument("--tokens", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--variants", default="nodash,actor", help="comma-separated: actor, nodash")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=2, help="rounds of (no Ray, then each variant)")
+    p.add_argument("--settle", type=float, default=10.0, help="seconds after Ray starts before measuring")
+    p.add_argument("--variants", default="actor,quiet", help="comma-separated: actor, nodash, quiet")
     args = p.parse_args()
     from learner import models
 
@@ -133,21 +144,34 @@ def main() -> None:
     cfg = RolloutConfig(max_new_tokens=args.tokens, num_actors=1)
     reqs = requests(models.tokenizer(model_path), args.prompts, args.samples)
     shape = f"{args.prompts} prompts x {args.samples} samples x {args.tokens} tokens"
-    print(f"model {model_path}; {shape}; best of {args.repeats}")
+    print(f"model {model_path}; {shape}; best of {args.repeats}; {args.rounds} rounds")
     bare = Bare(cfg, model_path)
     bare.tokens(reqs)  # warm-up
-    alone = max(best_rate(bare, reqs) for _ in range(args.repeats))
-    print(f"  bare, no Ray running: {alone:7.1f} tok/s")
-    actor_rate = {}
-    for variant in args.variants.split(","):
-        with_ray, actor_rate[variant] = measure(variant, args, cfg, bare, reqs)
-        print(
-            f"  {variant:7s} bare (Ray up) {with_ray:7.1f} tok/s   actor {actor_rate[variant]:7.1f} tok/s   "
-            f"actor/bare(Ray up) {actor_rate[variant] / with_ray:.3f}   "
-            f"actor/bare(no Ray) {actor_rate[variant] / alone:.3f}"
-        )
+    variants = args.variants.split(",")
+    alone: list[float] = []
+    got: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    for r in range(args.rounds):
+        alone.append(max(best_rate(bare, reqs) for _ in range(args.repeats)))
+        print(f"round {r + 1}: bare, no Ray running {alone[-1]:7.1f} tok/s", flush=True)
+        for v in variants:
+            got[v].append(measure(v, args, cfg, bare, reqs))
+            m = got[v][-1]
+            print(
+                f"  {v:7s} bare (Ray up, no actor) {m['ray']:7.1f}   bare (Ray up, actor idle) {m['bare']:7.1f}"
+                f"   actor {m['actor']:7.1f} tok/s",
+                flush=True,
+            )
     bare.llm.llm_engine.engine_core.shutdown()
-    print(f"actor/bare = {actor_rate.get('actor', next(iter(actor_rate.values()))) / alone:.3f}")
+    base = statistics.median(alone)
+    print(f"median over rounds, as a fraction of bare with no Ray ({base:.1f} tok/s):")
+    for v in variants:
+        ratio = {k: statistics.median(m[k] for m in got[v]) / base for k in ("ray", "bare", "actor")}
+        print(
+            f"  {v:7s} bare (Ray up, no actor) {ratio['ray']:.3f}   bare (Ray up, actor idle) {ratio['bare']:.3f}"
+            f"   actor {ratio['actor']:.3f}"
+        )
+    last = variants[-1]
+    print(f"actor/bare = {statistics.median(m['actor'] for m in got[last]) / base:.3f}")
 
 
 if __name__ == "__main__":

@@ -278,6 +278,10 @@ class RayConfig:
     address: str = ""
     # Start the dashboard with a local cluster.
     include_dashboard: bool = True
+    # A local cluster's control plane out of the engine's way: slower polling of work off the
+    # training path and its daemons under SCHED_IDLE (actors/ray_quiet.py). Never applied to
+    # a cluster that is joined.
+    quiet: bool = True
     # CPUs a local cluster declares (logical: the local preset's actors take 3 with the test
     # runners, on a 2-core laptop whose phases do not overlap; conf/cluster/local.yaml).
     num_cpus: int = 3

@@ -16,6 +16,8 @@ A group of 16 per step instead of 4 was not enough: with one group per step the 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import ray
 
@@ -31,6 +33,20 @@ def instance_path(tmp_path_factory):
     return one_instance(tmp_path_factory.mktemp("data"))
 
 
+def assert_quiet_control_plane() -> None:
+    """ray.quiet (the default) put the local cluster's daemons under SCHED_IDLE, not its workers."""
+    from actors import ray_quiet
+
+    daemons = ray_quiet.control_plane_pids(os.getpid())
+    names = " ".join(ray_quiet.command_line(p) for p in daemons)
+    assert "gcs_server" in names and "ray::DashboardAgent" in names, names
+    assert all(os.sched_getscheduler(p) == os.SCHED_IDLE for p in daemons)
+    workers = [p for p in ray_quiet.descendants(os.getpid()) if ray_quiet.command_line(p).startswith("ray::")]
+    workers = [p for p in workers if p not in daemons]
+    assert len(workers) >= 3, workers  # the rollout actor, the learner ranks, the reward actors
+    assert all(os.sched_getscheduler(p) == os.SCHED_OTHER for p in workers)
+
+
 def test_sft_then_grpo_raises_the_reward(instance_path, tmp_path):
     import train
     from actors.cluster import loopback_only
@@ -39,6 +55,7 @@ def test_sft_then_grpo_raises_the_reward(instance_path, tmp_path):
     loopback_only()
     trainer = train.Trainer(cfg)
     try:
+        assert_quiet_control_plane()
         item = first_item(trainer)
         untrained, _ = fixed_seed_reward(trainer, item)
         warm_start(cfg, trainer.learner, trainer.tokenizer, trainer.run_dir)
