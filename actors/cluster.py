@@ -64,7 +64,7 @@ def init_ray(
     *,
     num_cpus: int,
     include_dashboard: bool,
-    quiet: bool = False,
+    quiet: bool,
     verbose: bool = False,
     **kwargs: object,
 ) -> None:

@@ -206,7 +206,7 @@ def main() -> None:
     from actors.cluster import init_ray
     from actors.test_pool import TestPool
 
-    init_ray("", num_cpus=2, include_dashboard=False)
+    init_ray("", num_cpus=2, include_dashboard=False, quiet=True)
     rates = {}
     for n in (1, 2):
         pool = TestPool(ExecutionConfig(num_runners=n, num_cpus=1.0, cache_dir=str(cache)))

@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--bucket-mb", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    init_ray("", num_cpus=4, include_dashboard=False)
+    init_ray("", num_cpus=4, include_dashboard=False, quiet=True)
     path = models.resolve(ModelConfig(name=args.model))
     run = Runtime(path, "float32", 0, "cpu", timeout_s=600)
     learner = LearnerGroup(

@@ -59,8 +59,10 @@ def ray_session(address: str, workers: int) -> Iterator[int]:
     import ray
 
     from actors.cluster import init_ray
+    from conf.config import RayConfig
 
-    init_ray(address, num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    quiet = RayConfig().quiet  # the trainer's default for a local cluster (actors/ray_quiet.py)
+    init_ray(address, num_cpus=workers, include_dashboard=False, quiet=quiet, log_to_driver=False)
     try:
         yield max(int(ray.cluster_resources().get("CPU", 1)), 1)
     finally:
