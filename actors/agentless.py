@@ -16,7 +16,10 @@ Per instance that carries FAIL_TO_PASS (validated data; the others are counted a
     reproduce   `repro_tests` sampled pytest files (data/agentless_prompts.py); one is kept when
                 it runs and fails on the original code in the sandbox
     regression  each candidate with the instance's test patch: the candidate survives when
-                every PASS_TO_PASS test passes (only those outcomes are read)
+                every PASS_TO_PASS test passes (only those outcomes are read); an instance
+                without PASS_TO_PASS falls back on the repository's own test files that import
+                the edited modules (data/regression_tests.py), run on the original code and on
+                each candidate: a candidate that fails a test the original passes is dropped
     repro       each kept reproduction test on each surviving candidate
     rerank      majority vote among the candidates that pass every kept reproduction test (else
                 among the regression survivors, else among all), ties broken by reproduction
@@ -36,14 +39,17 @@ summary.json: `localization` (recall_at_n of the oracle's changed files that exi
 commit, all_found_rate, unknown_paths and the instances naming them, dropped_too_long),
 `reproduction` (written, kept, instances_with_kept_test), `candidates` (generated, applied,
 unique, survive_regression, survive_repro: on instances with a kept test), `resolve_rate`,
-`best_candidate_resolve_rate`, `report` (the executor's counts; report.json has its ids),
+`best_candidate_resolve_rate`, `regression_fallback` (instances_without_pass_to_pass, instances
+that used the fallback, baseline_failed: those whose original run failed, so nothing was dropped,
+test_files run, candidates dropped), `report` (the executor's counts; report.json has its ids),
 `engines` (how many generated, where, restarts) and `seconds` per stage (engine_start,
-localize, repair, reproduce, repro_check, regression, repro_on_candidates, total).
-`test_workers=0` runs the tests in this process; with `engines=0` too, nothing needs Ray.
+localize, repair, reproduce, repro_check, regression, regression_fallback, repro_on_candidates,
+total). `test_workers=0` runs the tests in this process; with `engines=0` too, nothing needs Ray.
 
 Departures from the paper (Agentless Mini): one localization step (no related-element step),
-greedy; regression tests are the instance's PASS_TO_PASS only (no search for the repository's
-tests that import the edited modules); the repair's context is whole files, not windows.
+greedy; the regression fallback's test selection is an import graph (data/regression_tests.py),
+not Agentless's model-chosen test subset; the repair's context is whole files, not windows
+(with `oracle_repair=true`, every localized file: no prompt is sent, so none is cut).
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from actors.agentless_filters import Case, RunJobs, rerank, run_tests
+from actors.agentless_filters import Case, RunJobs, fallback_figures, rerank, run_tests
 from actors.eval_session import EvalSession
 from actors.evaluate import EvalConfig, Selection, split_instances
 from conf.io import write_text
@@ -159,10 +165,12 @@ def repair(cfg: EvalConfig, cases: list[Case], gen: Generator) -> None:
     texts: dict[str, list[str]] = {}
     prompts = []
     for case in cases:
-        case.context, ids = repair_context(gen, case, cfg.seed)
-        if cfg.oracle_repair:
+        if cfg.oracle_repair:  # no prompt is sent, so no prompt budget: every localized file
+            case.context = {p: c for p in case.localized if (c := case.view.read(p)) is not None}
             texts[case.iid] = [_oracle_text(case.instance)] * cfg.samples
-        elif ids is not None:
+            continue
+        case.context, ids = repair_context(gen, case, cfg.seed)
+        if ids is not None:
             prompts.append((case.iid, ids))
     if prompts:
         answers = gen("repair", prompts, cfg.samples, cfg.temperature)
@@ -303,6 +311,7 @@ def _evaluate(
             "survive_repro": sum(f["survive_repro"] for f in filters),
             "instances_without_files": sum(not c.context for c in cases),
         },
+        "regression_fallback": fallback_figures(cases),
         "resolved": harness["resolved"],
         "resolve_rate": harness["resolved"] / len(cases) if cases else 0.0,
         "best_candidate_resolve_rate": _mean([float(r) for r in resolved_any]),

@@ -1,5 +1,6 @@
 """The sandbox stages of the Agentless-Mini evaluation (actors/agentless.py) and its rerank:
-reproduction tests checked on the original code, regression runs of each candidate, each kept
+reproduction tests checked on the original code, regression runs of each candidate (with the
+repository's own tests as a fallback for instances without PASS_TO_PASS), each kept
 reproduction test on each regression survivor, then the vote (reward/rerank.py).
 
 `Case` is one instance's record through every stage; `run_jobs` is whatever runs a list of
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from data.regression_tests import regression_test_files
 from data.repo_view import RepoView
 from data.schema import Instance
 from reward.execution.runner import TestJob, TestRun
@@ -38,6 +40,11 @@ class Case:
     regression_ok: list[bool] = field(default_factory=list)
     repro_passed: list[int] = field(default_factory=list)
     winner: int | None = None
+    # The regression fallback (no PASS_TO_PASS): the repository's test files run, the tests that
+    # passed on the original code, and the candidates it dropped.
+    fallback_tests: list[str] = field(default_factory=list)
+    fallback_baseline: TestRun | None = None
+    fallback_dropped: int = 0
 
     @property
     def iid(self) -> str:
@@ -86,6 +93,9 @@ def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJ
         case.regression_ok = [r is not None and keeps_regressions(case.instance, r) for r in case.runs]
     seconds["regression"] = time.perf_counter() - start
     start = time.perf_counter()
+    regression_fallback(cases, run_jobs)
+    seconds["regression_fallback"] = time.perf_counter() - start
+    start = time.perf_counter()
     pairs = [(c, i, t) for c in cases for i, ok in enumerate(c.regression_ok) if ok for t in c.repro_kept]
     repro = run_jobs(
         [TestJob(c.instance, c.candidates[i].patch, f"repro/{n}", test_patch=t) for n, (c, i, t) in enumerate(pairs)],
@@ -94,6 +104,55 @@ def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJ
     for (case, i, _), run in zip(pairs, repro, strict=True):
         case.repro_passed[i] += passes(run)
     seconds["repro_on_candidates"] = time.perf_counter() - start
+
+
+def regression_fallback(cases: list[Case], run_jobs: RunJobs) -> None:
+    """For instances without PASS_TO_PASS: the repository's test files that import the modules
+    any surviving candidate edits (data/regression_tests.py) run on the original code and on each
+    candidate; a candidate that fails a test the original passes is dropped. Tests that fail on
+    the original are not held against candidates; when the original's run itself fails (an
+    import error in the suite, a missing dependency), nothing is dropped."""
+    for case in cases:  # only where a candidate is left to drop: the original's run is not free
+        if not case.instance.pass_to_pass and any(case.regression_ok):
+            edited = {
+                path for cand, ok in zip(case.candidates, case.regression_ok, strict=True) if ok for path, _ in cand.key
+            }
+            case.fallback_tests = regression_test_files(case.view, edited)
+    users = [c for c in cases if c.fallback_tests]
+    jobs: list[tuple[Case, int | None, TestJob]] = [
+        (c, None, TestJob(c.instance, "", f"{c.iid}/fallback-base", "", tuple(c.fallback_tests))) for c in users
+    ]
+    jobs += [
+        (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/fallback/{i}", "", tuple(c.fallback_tests)))
+        for c in users
+        for i, cand in enumerate(c.candidates)
+        if c.regression_ok[i]
+    ]
+    runs = run_jobs([job for _, _, job in jobs], "regression fallback runs")
+    for (case, i, _), run in zip(jobs, runs, strict=True):
+        if i is None:
+            case.fallback_baseline = run
+    for (case, i, _), run in zip(jobs, runs, strict=True):
+        base = case.fallback_baseline
+        if i is None or base is None or base.status != "ok":
+            continue
+        passed_before = [t for t, outcome in base.outcomes.items() if outcome == "passed"]
+        if run.status != "ok" or any(run.outcomes.get(t) != "passed" for t in passed_before):
+            case.regression_ok[i] = False
+            case.fallback_dropped += 1
+
+
+def fallback_figures(cases: list[Case]) -> dict[str, int]:
+    """summary.json's `regression_fallback`: instances that used it, those whose original run
+    failed (nothing dropped), test files run, candidates dropped."""
+    users = [c for c in cases if c.fallback_tests]
+    return {
+        "instances_without_pass_to_pass": sum(not c.instance.pass_to_pass for c in cases),
+        "instances": len(users),
+        "baseline_failed": sum(c.fallback_baseline is None or c.fallback_baseline.status != "ok" for c in users),
+        "test_files": sum(len(c.fallback_tests) for c in users),
+        "dropped": sum(c.fallback_dropped for c in users),
+    }
 
 
 def rerank(case: Case) -> dict[str, int]:

@@ -10,8 +10,12 @@ Two sources, the same two the sandbox's snapshots use (reward/execution/snapshot
            `git ls-tree` and `git cat-file` at `base_commit`, nothing checked out
 
 Shown files (`is_source`): Python sources (`.py`, `.pyi`, `.pyx`) outside vendored, generated
-and build directories. The paper's Agentless also shows only Python files; binary files are
-excluded by construction, and a file that does not decode as UTF-8 reads as None.
+and build directories. Vendored directories are found by name, as no tree records what it
+copied: `vendor`, `_vendor`, `third_party` and the like anywhere, and `packages`, `extern`,
+`externals` below the top level (where a package keeps its copies, as requests did in
+`requests/packages/`), not at the root (a monorepo's `packages/NAME/` is its own code). The
+paper's Agentless also shows only Python files; binary files are excluded by construction, and
+a file that does not decode as UTF-8 reads as None.
 """
 
 from __future__ import annotations
@@ -48,6 +52,11 @@ SKIPPED_DIRS = frozenset(
         ".eggs",
     }
 )
+# Directory names that hold vendored copies only below the top level: requests' own
+# `requests/packages/` (urllib3, chardet, idna), setuptools' `setuptools/extern/`, `pkg/externals/`.
+# At the repository root the same names are usually a monorepo's own code (`packages/<name>/`),
+# so they are skipped only inside another directory.
+NESTED_VENDOR_DIRS = frozenset({"packages", "extern", "externals"})
 # Generated modules, by their name's ending (protocol buffers, parser tables, version files).
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi", "parsetab.py", "_version.py")
 
@@ -61,7 +70,10 @@ def is_source(path: str) -> bool:
     parts = path.split("/")
     if not parts[-1].endswith(SOURCE_SUFFIXES) or parts[-1].endswith(GENERATED_SUFFIXES):
         return False
-    return not any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in parts[:-1])
+    dirs = parts[:-1]
+    if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in dirs):
+        return False
+    return not any(part in NESTED_VENDOR_DIRS for part in dirs[1:])
 
 
 @dataclass

@@ -51,6 +51,10 @@ class TestJob:
     # Replaces the instance's test patch when set (a model-written reproduction test, issue 14):
     # its files are the tests run, and `resolved` is None (the instance's labels do not apply).
     test_patch: str | None = None
+    # Test files already in the snapshot to run instead of a test patch's (the Agentless
+    # regression fallback: the repository's own tests that import the edited modules); the test
+    # patch then applies only when `test_patch` is set, and `resolved` is None.
+    tests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,13 +138,13 @@ class Runner:
             return fail("no_interpreter", str(exc))
         except (EnvironmentFailed, ValueError) as exc:
             return fail("env_failed", str(exc))
-        own_tests = job.test_patch is None
+        own_tests = job.test_patch is None and not job.tests
         test_patch = inst.test_patch if own_tests else job.test_patch
         try:
             changes = patched_files(snapshot, job.patch, test_patch or "")
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
-        tests = test_files(test_patch)
+        tests = list(job.tests) or test_files(test_patch)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s)
         argv = [env.python, "-m", "pytest", *junit.PYTEST_ARGS, "--junitxml=/results/junit.xml", *tests]

@@ -11,13 +11,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from actors import agentless
 from actors import evaluate as ev
-from actors.agentless_filters import Case
+from actors.agentless_filters import Case, fallback_figures, rerank, run_tests
 from conf.config import ExecutionConfig, ModelConfig
 from data.demo import load_demo_rows
 from data.patching import apply_patch
@@ -123,6 +124,58 @@ def test_reproduction_tests_are_kept_when_they_fail_and_filter_the_candidates(ti
     assert (c["generated"], c["applied"], c["unique"], c["survive_regression"], c["survive_repro"]) == (2, 2, 2, 2, 1)
     assert summary["resolve_rate"] == 1.0 and summary["best_candidate_resolve_rate"] == 1.0
     assert apply_patch(inst.code_context, predictions[0]["model_patch"]) == inst.oracle_new_content
+
+
+EXISTING_TESTS = """from tinylru.cache import LRUCache
+
+
+def test_clear_resets_the_counters():
+    cache = LRUCache(maxsize=2)
+    cache.get("missing")
+    cache.clear()
+    assert cache.info()["misses"] == 0
+
+
+def test_already_failing_on_the_original():
+    assert LRUCache(maxsize=2).maxsize == 3
+"""
+
+
+@needs_sandbox
+def test_without_pass_to_pass_the_repositorys_own_tests_drop_a_candidate_that_breaks_them(tiny, tmp_path):
+    base = Instance.from_row(next(r for r in load_demo_rows() if r["instance_id"] == "demo__tinylru-4"))
+    assert not base.pass_to_pass  # the case the fallback is for
+    existing = {"tinylru/__init__.py": "", "tests/test_cache_existing.py": EXISTING_TESTS}
+    inst = replace(base, code_context={**base.code_context, **existing})
+    (path,) = inst.oracle_new_content
+    fixed = inst.oracle_new_content[path]
+    assert fixed.count("self.hits = self.misses = 0") == 1
+    broken = fixed.replace("self.hits = self.misses = 0", "self.hits = 0")  # fixes the issue, breaks clear()
+    answers = [oracle_answer(inst.code_context, {path: broken}), oracle_answer(inst.code_context, {path: fixed})]
+    view = files_view(inst)
+    case = Case(inst, view, changed_paths(inst, view.files))
+    cfg = _cfg(tiny, "samples=2", "repro_tests=0", "oracle_localize=true")
+    agentless.localize(cfg, [case], Scripted(cfg, {}))
+    agentless.repair(cfg, [case], Scripted(cfg, {"repair": lambda key: answers}))
+    assert len(case.candidates) == 2  # one vote each: without the fallback the first (broken) one wins
+    seconds: dict[str, float] = {}
+    run_tests([case], [], _local_runs(tmp_path), seconds)
+    assert case.fallback_tests == ["tests/test_cache_existing.py"] and "regression_fallback" in seconds
+    base_run = case.fallback_baseline
+    assert base_run is not None and base_run.outcomes == {
+        "tests/test_cache_existing.py::test_clear_resets_the_counters": "passed",
+        "tests/test_cache_existing.py::test_already_failing_on_the_original": "failed",  # not held against them
+    }
+    assert case.regression_ok == [False, True]
+    assert rerank(case) == {"survive_regression": 1, "survive_repro": 0} and case.winner == 1
+    assert fallback_figures([case]) == {
+        "instances_without_pass_to_pass": 1,
+        "instances": 1,
+        "baseline_failed": 0,
+        "test_files": 1,
+        "dropped": 1,
+    }
+    assert case.runs[1] is not None and case.runs[1].resolved
 
 
 def test_the_tiny_model_runs_every_stage(tiny, tmp_path):

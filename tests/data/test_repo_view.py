@@ -31,6 +31,20 @@ def test_only_the_projects_python_sources_are_shown():
     assert [p for p in shown + hidden if is_source(p)] == shown
 
 
+def test_vendored_packages_below_the_top_level_are_hidden_but_a_monorepos_are_shown():
+    # requests before 2.16 kept urllib3 and chardet in requests/packages/; setuptools its copies
+    # in setuptools/extern/; a root packages/ directory is a monorepo's own code.
+    hidden = [
+        "requests/packages/__init__.py",
+        "requests/packages/urllib3/connectionpool.py",
+        "requests/packages/chardet/universaldetector.py",
+        "setuptools/extern/__init__.py",
+        "src/pkg/externals/six.py",
+    ]
+    shown = ["requests/packages.py", "requests/models.py", "packages/core/core/api.py", "extern/build.py"]
+    assert [p for p in hidden + shown if is_source(p)] == shown
+
+
 def test_the_demo_view_is_the_code_context_without_the_files_the_fix_creates():
     created = unified_diff("pkg/new.py", None, "X = 1\n")
     inst = Instance("i", "o/r", "c", "bug", created, None, {"pkg/new.py": "", "pkg/a.py": "A = 1\n"}, {})
