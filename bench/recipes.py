@@ -2,6 +2,7 @@
 
     python bench/recipes.py                        # 5 recipes x 3 seeds x 16 steps (long: hours on 2 cores)
     python bench/recipes.py --seeds 1 --steps 4    # a reduced run
+    python bench/recipes.py --seeds 1 --first-seed 2  # one more seed for an earlier run's table
     python bench/recipes.py --recipes grpo gspo    # some of them
 
 The tiny model on one demo instance (bench/learning.py): one SFT warm start per seed (the same
@@ -101,7 +102,8 @@ def _cell(values: list[float], digits: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per recipe")
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds per recipe")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds FIRST..FIRST+N-1 (to add seeds to a run)")
     parser.add_argument("--steps", type=int, default=16, help="RL steps per recipe and seed")
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     args = parser.parse_args()
@@ -110,10 +112,11 @@ def main() -> None:
     sft_rewards = []
     with tempfile.TemporaryDirectory(prefix="recipes-") as tmp:
         data = one_instance(Path(tmp))
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             out = Path(tmp) / f"seed{seed}"
             model, sft_reward = warm_start_model(out, data, seed)
             sft_rewards.append(sft_reward)
+            print(f"[recipes] seed {seed} sft: {{'reward': {sft_reward}}}", flush=True)
             for name in args.recipes:
                 results[name].append(run_recipe(out, data, model, name, seed, args.steps))
                 print(f"[recipes] seed {seed} {name}: {results[name][-1]}", flush=True)
