@@ -14,8 +14,8 @@ Both modes of `python -m actors.evaluate` (oracle_context and agentless) generat
                   generation is done, so their CPUs and GPUs are free for the test runs.
 
 A request's id is "<stage>/<key>" and its seed request_seed(seed, id): the answers do not depend
-on the number of engines or on which one drew them (tests/actors/test_agentless.py checks 1
-against 2).
+on the number of engines or on which one drew them (tests/actors/test_eval_session.py checks
+two rollout actors against one engine in this process).
 """
 
 from __future__ import annotations

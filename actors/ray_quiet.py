@@ -29,6 +29,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from actors.reaper import descendants
+
 QUIET_ENV: dict[str, str] = {
     "RAY_prestart_worker_first_driver": "0",
     "RAY_enable_worker_prestart": "0",
@@ -70,16 +72,6 @@ def environment(quiet: bool) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
 def command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -95,19 +87,9 @@ def is_control_plane(cmdline: str) -> bool:
     return any(name in head for name in CONTROL_PLANE)
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process under `pid`, children first."""
-    tree, out, stack = _children(), [], [pid]
-    while stack:
-        for child in tree.get(stack.pop(), []):
-            stack.append(child)
-            out.append(child)
-    return out
-
-
 def control_plane_pids(driver: int) -> list[int]:
     """The processes under `driver` that are Ray's daemons (and the reaper)."""
-    return [pid for pid in descendants(driver) if is_control_plane(command_line(pid))]
+    return [pid for pid in descendants([driver]) if pid != driver and is_control_plane(command_line(pid))]
 
 
 def deprioritize(pids: list[int]) -> int:

@@ -59,7 +59,8 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _descendants(roots: Iterable[int]) -> list[int]:
+def descendants(roots: Iterable[int]) -> list[int]:
+    """`roots` and every process under them (from /proc; a process gone meanwhile is skipped)."""
     tree, out, stack = _children(), [], list(roots)
     while stack:
         pid = stack.pop()
@@ -128,10 +129,7 @@ def main(argv: list[str]) -> int:
     driver_start, known = _start_time(driver), set[tuple[int, str]]()
     while driver_start is not None and _start_time(driver) == driver_start:
         known |= {
-            (p, s)
-            for p in _descendants([driver])
-            if p not in (driver, os.getpid())
-            if (s := _start_time(p)) is not None
+            (p, s) for p in descendants([driver]) if p not in (driver, os.getpid()) if (s := _start_time(p)) is not None
         }
         time.sleep(POLL_S)
     reap(known)

@@ -35,23 +35,6 @@ sys.path.insert(0, str(ROOT))
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children[ppid].append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children[todo.pop()]:
-            out.append(child)
-            todo.append(child)
-    return out
-
-
 def _name(pid: int) -> str:
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -83,11 +66,12 @@ def child(profile: str, settle: float, window: float) -> None:
     import ray
 
     from actors.cluster import init_ray
+    from actors.reaper import descendants
 
     init_ray("", num_cpus=4, include_dashboard=profile != "nodash", quiet=profile == "quiet")
     time.sleep(settle)
     me = os.getpid()
-    pids = _descendants(me)
+    pids = [p for p in descendants([me]) if p != me]
     before = {p: _cpu_seconds(p) for p in pids}
     start = time.perf_counter()
     time.sleep(window)

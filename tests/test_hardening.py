@@ -250,8 +250,8 @@ def test_the_ray_token_is_readable_by_its_owner_only(tmp_path, monkeypatch):
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:
-    from actors.reaper import _descendants as tree
     from actors.reaper import _start_time
+    from actors.reaper import descendants as tree
 
     return [(p, s) for p in tree([pid]) if (s := _start_time(p)) is not None]
 

@@ -36,12 +36,13 @@ def instance_path(tmp_path_factory):
 def assert_quiet_control_plane() -> None:
     """ray.quiet (the default) put the local cluster's daemons under SCHED_IDLE, not its workers."""
     from actors import ray_quiet
+    from actors.reaper import descendants
 
     daemons = ray_quiet.control_plane_pids(os.getpid())
     names = " ".join(ray_quiet.command_line(p) for p in daemons)
     assert "gcs_server" in names and "ray::DashboardAgent" in names, names
     assert all(os.sched_getscheduler(p) == os.SCHED_IDLE for p in daemons)
-    workers = [p for p in ray_quiet.descendants(os.getpid()) if ray_quiet.command_line(p).startswith("ray::")]
+    workers = [p for p in descendants([os.getpid()]) if ray_quiet.command_line(p).startswith("ray::")]
     workers = [p for p in workers if p not in daemons]
     assert len(workers) >= 3, workers  # the rollout actor, the learner ranks, the reward actors
     assert all(os.sched_getscheduler(p) == os.SCHED_OTHER for p in workers)
