@@ -16,7 +16,9 @@ all go through one pool:
                  on another runner; a job that fails twice comes back as status "lost" with
                  the reason. One stuck job never stalls the pool.
     counters     test runs, their sandbox seconds, timeouts, environment builds, runner
-                 restarts, lost jobs: `stats()`, in the trainer's metrics when it runs tests
+                 restarts, lost jobs, forged (tampered) and unreadable reports, unsafe paths,
+                 guarded files: `stats()`, in the trainer's metrics when it runs tests; a
+                 tampered or unreadable report is logged with its patch
 
 `TestPool` is the driver's handle: it starts the coordinator, submits a list of jobs, shows
 progress on long lists, and returns the results in input order.
@@ -58,6 +60,10 @@ class PoolCoordinator:
             "env_builds": 0,
             "test_runner_restarts": 0,
             "test_lost_jobs": 0,
+            "test_tampered": 0,  # canaries wrong: the report was forged (runner.py)
+            "test_bad_reports": 0,  # a report stream the recorder does not write
+            "test_unsafe_paths": 0,  # patches naming a path outside the repository
+            "test_guarded_files": 0,  # candidate files not applied (conftest.py, pytest.ini, ...)
         }
         self.deadline_s = cfg.wall_s + cfg.build_timeout_s + _MARGIN_S
 
@@ -75,15 +81,24 @@ class PoolCoordinator:
         reason = ""
         for _ in range(2):
             index = await self.idle.get()
+            broken = False
             try:
                 result: TestRun = await asyncio.wait_for(self.runners[index].run.remote(job), self.deadline_s)
             except (TimeoutError, RayActorError) as exc:
                 what = "timed out" if isinstance(exc, asyncio.TimeoutError) else "died"
                 reason = f"the test runner {what} ({self.deadline_s:.0f} s deadline)"
-                await self._replace(index)
+                broken = True
                 continue
-            self.idle.put_nowait(index)
-            self._count(result)
+            except Exception as exc:  # the runner raised (Runner.run returns statuses; this is the backstop)
+                result = TestRun(job.job_id, job.instance.instance_id, "error", reason=f"{exc}"[-500:])
+            finally:
+                # Whatever the job did, the runner goes back to the queue (or a new one takes its
+                # place): one hostile job never shrinks the pool or strands the jobs behind it.
+                if broken:
+                    await self._replace(index)
+                else:
+                    self.idle.put_nowait(index)
+            self._count(result, job)
             return result
         self.counters["test_lost_jobs"] += 1
         return TestRun(job.job_id, job.instance.instance_id, "lost", reason=f"lost: {reason}, twice")
@@ -96,11 +111,20 @@ class PoolCoordinator:
         await self.runners[index].ready.remote()
         self.idle.put_nowait(index)
 
-    def _count(self, run: TestRun) -> None:
+    def _count(self, run: TestRun, job: TestJob) -> None:
         self.counters["test_runs"] += 1
         self.counters["tests_s"] = round(self.counters["tests_s"] + run.seconds, 3)
         self.counters["test_timeouts"] += run.status == "timeout"
         self.counters["env_builds"] += run.env_build_s > 0
+        self.counters["test_tampered"] += run.status == "tampered"
+        self.counters["test_bad_reports"] += run.status == "bad_report"
+        self.counters["test_unsafe_paths"] += run.status == "patch_failed" and "unsafe path" in (run.reason or "")
+        self.counters["test_guarded_files"] += len(run.guarded)
+        if run.status in ("tampered", "bad_report"):
+            # The patch that forged (or broke) its report, for whoever reads the run's log.
+            log.warning(
+                "%s on %s (job %s): %s\n%s", run.status, run.instance_id, run.job_id, run.reason, job.patch[:4000]
+            )
 
     def stats(self) -> dict[str, float]:
         return dict(self.counters)

@@ -45,9 +45,9 @@ sys.path.insert(0, str(ROOT))
 from conf.config import ExecutionConfig  # noqa: E402
 from data.demo import load_demo_rows  # noqa: E402
 from data.schema import Instance  # noqa: E402
-from reward.execution import junit, sandbox  # noqa: E402
+from reward.execution import sandbox  # noqa: E402
 from reward.execution.environments import Environments, EnvSpec  # noqa: E402
-from reward.execution.runner import Runner, TestJob, patched_files, test_files  # noqa: E402
+from reward.execution.runner import PYTEST_ARGS, Runner, TestJob, patched_files, test_files  # noqa: E402
 
 
 def bare_run(
@@ -63,7 +63,7 @@ def bare_run(
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_text(content)
         start = time.perf_counter()
-        cmd = [python, "-m", "pytest", *junit.PYTEST_ARGS, f"--junitxml={tmp}/j.xml", *tests]
+        cmd = [python, "-m", "pytest", *PYTEST_ARGS, *tests]  # bare pytest: no harness, no report
         # The sandbox's variables, its /testbed and /tmp mapped onto the copy and a private tmp.
         env = {k: v.replace("/testbed", str(work)) for k, v in variables.items()} | {"HOME": tmp, "TMPDIR": tmp}
         subprocess.run(cmd, cwd=work, env=env, capture_output=True, timeout=600)
@@ -158,7 +158,7 @@ def main() -> None:
         spec = EnvSpec.from_json(inst.environment) or EnvSpec()
         snapshot = runner.snapshots.path(inst, spec)
         env = runner.envs.ensure(spec, snapshot)
-        changes = patched_files(snapshot, inst.patch, inst.test_patch or "")
+        changes, _ = patched_files(snapshot, inst.patch, inst.test_patch or "")
         runner.run(TestJob(inst, inst.patch))  # once unmeasured: the page cache holds both trees alike
         for _ in range(args.repeats):
             bare.append(bare_run(env.python, snapshot, changes, test_files(inst.test_patch), env.variables))

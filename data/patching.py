@@ -10,7 +10,9 @@ model against a diff that does not describe the stored files. `apply_patch` repr
 `git apply` does without fuzz: hunk context must match line for line (line endings included);
 a hunk may sit at an offset from its header's line number (the nearest match wins), as in git.
 It understands git's extended headers (new/deleted file, rename, copy, mode changes) and
-`\\ No newline at end of file`; binary patches are rejected.
+`\\ No newline at end of file`; binary patches are rejected. Every path a patch names (old,
+new, rename and copy sources) must be a plain repository path (data/paths.py): a patch naming
+`/abs`, `../x` or `a//b` is malformed (PatchError "unsafe path ..."), before any byte is read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from data.paths import UnsafePath, repo_path
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -150,6 +154,12 @@ def parse_patch(text: str) -> list[FilePatch]:
     for fp in files:
         if fp.old_path is None and fp.new_path is None:
             raise PatchError("a file patch names no path (diff --git line with unequal paths and no ---/+++)")
+        try:
+            for path in (fp.old_path, fp.new_path):
+                if path is not None:
+                    repo_path(path)
+        except UnsafePath as exc:
+            raise PatchError(str(exc)) from None
     return files
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from data.paths import path_problem
+
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 SOLUTION_OPEN, SOLUTION_CLOSE = "<solution>", "</solution>"
 TAGS = (THINK_OPEN, THINK_CLOSE, SOLUTION_OPEN, SOLUTION_CLOSE)
@@ -115,9 +117,16 @@ def group_edits(edits: list[tuple[str, str, str]]) -> dict[str, list[Edit]]:
 
 
 def parse_output(output: str) -> dict[str, list[Edit]]:
-    """Rules 1-2: the output's edits grouped by path; raises Rejected (format_ok=False)."""
+    """Rules 1-2: the output's edits grouped by path; raises Rejected (format_ok=False).
+
+    Rule 2's path check (a departure from the released rule, docs/reward.md): every `### path`
+    must be a plain repository path (data/paths.py); an absolute path, `..`, `.` or an empty
+    component is a malformed answer, whatever reward kind reads it next."""
     _, answer = split_output(output)
     edits = find_edits(answer)
     if not edits:
         raise Rejected("format: no SEARCH/REPLACE edit in the solution", format_ok=False)
+    for path, _, _ in edits:
+        if (problem := path_problem(path)) is not None:
+            raise Rejected(f"format: unsafe path {quote(path)}: {problem}", format_ok=False)
     return group_edits(edits)

@@ -9,9 +9,12 @@ stall on adversarial outputs, so the trainer never calls it. Two callers need it
   and the same reward on hand-made, generated and real inputs;
 - `bench/reward.py`, which reports the fast scorer's speed as a ratio to this one.
 
-Departure from the paper's released code: none intended. Where the released code sums the
-per-file ratios over an unordered set, this sums in sorted path order (the last bits of a
-mean over three or more files may differ; the tests compare means to 1e-12).
+Departures from the paper's released code: rule 2 also rejects an edit whose path is not a
+plain relative path of the repository (absolute, `..`, `.`, an empty component, a backslash or
+NUL): such a path names a file outside the repository, and the execution rewards would write
+it (docs/reward.md). And where the released code sums the per-file ratios over an unordered
+set, this sums in sorted path order (the last bits of a mean over three or more files may
+differ; the tests compare means to 1e-12).
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ def reference_new_content(code_context: Mapping[str, str], output: str) -> dict[
         edits.setdefault(path, []).append((search, replace))
     if not edits:
         return None
+    for path in edits:  # rule 2's path check: a plain relative path of the repository
+        if not path or path.startswith("/") or "\\" in path or "\0" in path:
+            return None
+        if any(part in ("", ".", "..") for part in path.split("/")):
+            return None
     new_content: dict[str, str] = {}
     for path, path_edits in edits.items():
         content = "\n" + code_context.get(path, "")

@@ -2,34 +2,40 @@
 
 Started by reward/execution/sandbox.py as `unshare ... python -I -S path/to/inside.py SPEC`,
 as root, in fresh mount, PID, network, IPC and UTS namespaces (the mount namespace's
-propagation is private: none of these mounts reaches the host). Standard library only, and
-nothing here runs code from the sandboxed repository before privileges are dropped.
+propagation is private: none of these mounts reaches the host). Standard library only (and
+data/paths.py, loaded by its path), and nothing here runs code from the sandboxed repository:
+this process stays root, only the command it starts is nobody.
 
     1. join the run's cgroups (memory, pids), so that every process started later counts;
        with `loopback`, bring the network namespace's own loopback up;
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
        the snapshot at `workdir` as an overlay whose writes land in a size-limited tmpfs, the
-       run's `changes` written into it (as root, before anything of the repository runs),
-       `/results` (the one directory shared with the host), tmpfs /tmp and /dev/shm, a minimal
+       run's `changes` written into it (as root, before anything of the repository runs; each
+       path through data/paths.py, no link followed), tmpfs /tmp and /dev/shm, a minimal
        /dev, a /proc of this PID namespace;
-    3. chroot, chdir to `workdir`, drop to uid/gid 65534 with no groups, set the rlimits;
-    4. run the command as a child, wait for it, and exit with its status: as PID 1 exiting,
-       the kernel kills every other process of the namespace (a daemonised child included).
+    3. chroot; start the command in `workdir` as uid/gid 65534 with no groups and the rlimits,
+       with a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
+    4. read the report (at most `report_bytes`) while the command runs, then send it to the
+       host through the one descriptor the host gave this process (the command's processes
+       never inherit it), and exit with the command's status: as PID 1 exiting, the kernel
+       kills every other process of the namespace (a daemonised child included).
 """
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
+import importlib.util
 import json
 import os
 import resource
-import shutil
 import socket
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from types import ModuleType
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _DEVICES = ("null", "zero", "random", "urandom")
@@ -91,8 +97,7 @@ def build_root(spec: dict) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     lower = spec["snapshot"]
     _mount("overlay", work, "overlay", 0, f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}")
-    _apply_changes(Path(spec["changes"]), spec["deleted"], work, spec["uid"])  # as root, before any repo code
-    _bind(str(scratch / "results"), root / "results", writable=True)
+    _apply_changes(_load_paths(spec["paths_module"]), spec["changes"], work, spec["uid"])  # before any repo code
     (root / "dev").mkdir()
     _mount("tmpfs", root / "dev", "tmpfs", MS_NOSUID, "size=1m,mode=0755")
     for device in _DEVICES:
@@ -113,32 +118,65 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
 
 
-def _apply_changes(changes: Path, deleted: list[str], work: Path, uid: int) -> None:
-    """Write the candidate and test patches' files. The snapshot's own files already belong to
-    the sandbox's user (snapshots.py), so the new ones are given to it too; chowning the rest
-    here would copy every file up into the overlay's tmpfs."""
-    for source in sorted(p for p in changes.rglob("*") if p.is_file()):
-        target = work / source.relative_to(changes)
-        for parent in reversed(target.relative_to(work).parents[:-1]):
-            if not (work / parent).exists():
-                (work / parent).mkdir()
-                os.chown(work / parent, uid, uid)
-        if target.is_symlink() or target.exists():
-            target.unlink()
-        shutil.copyfile(source, target)
-        os.chown(target, uid, uid)
-    for rel in deleted:
-        target = work / rel
-        if target.is_symlink() or target.is_file():
-            target.unlink()
+def _load_paths(path: str) -> ModuleType:
+    """data/paths.py, the project's one rule for a patch's paths (this script runs without the
+    project on sys.path)."""
+    spec = importlib.util.spec_from_file_location("swe_rl_paths", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _apply_changes(paths: ModuleType, changes: dict[str, str | None], work: Path, uid: int) -> None:
+    """Write the candidate and test patches' files (None: delete), every path checked and
+    walked without following a link. The snapshot's own files already belong to the sandbox's
+    user (snapshots.py), so the new ones are given to it too; chowning the rest here would copy
+    every file up into the overlay's tmpfs."""
+    for rel, content in sorted(changes.items()):
+        if content is None:
+            paths.delete_beneath(work, rel)
+        else:
+            paths.write_beneath(work, rel, content.encode("utf-8", "surrogateescape"), uid)
 
 
 def _limit(limits: dict) -> None:
+    """The command's rlimits (run in the child, before it executes the command)."""
     fsize = limits["file_mb"] << 20
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class _ReportReader(threading.Thread):
+    """Reads the command's report pipe until EOF, keeping at most `cap` bytes (the rest is
+    drained, so a writer never blocks, and marks the report as over the limit)."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.cap, self.data, self.over = fd, cap, bytearray(), False
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while chunk := os.read(self.fd, 1 << 16):
+            with self.lock:
+                if len(self.data) + len(chunk) > self.cap:
+                    self.over = True
+                else:
+                    self.data += chunk
+
+    def result(self) -> bytes:
+        """ "R" + the report, or "O" when it passed the cap (sandbox.py reads this)."""
+        with self.lock:
+            return b"O" if self.over else b"R" + bytes(self.data)
+
+
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.close(fd)
 
 
 def main(spec_path: str) -> int:
@@ -150,17 +188,30 @@ def main(spec_path: str) -> int:
         loopback_up()
     root = build_root(spec)
     os.chroot(root)
-    os.chdir(spec["workdir"])
-    os.setgroups([])
-    os.setgid(spec["uid"])
-    os.setuid(spec["uid"])
-    _limit(spec["limits"])
+    os.chdir("/")
+    read_fd, write_fd = os.pipe()
     try:
-        child = subprocess.Popen(spec["argv"], env=spec["env"])
+        child = subprocess.Popen(
+            spec["argv"],
+            env={**spec["env"], "SWE_RL_REPORT_FD": str(write_fd)},
+            cwd=spec["workdir"],
+            user=spec["uid"],
+            group=spec["uid"],
+            extra_groups=[],
+            preexec_fn=lambda: _limit(spec["limits"]),
+            pass_fds=(write_fd,),  # and nothing else: the host's report descriptor stays here
+        )
     except OSError as exc:
         print(f"sandbox: cannot run {spec['argv'][0]}: {exc}", file=sys.stderr)
         return 127
-    return child.wait()
+    finally:
+        os.close(write_fd)
+    reader = _ReportReader(read_fd, spec["limits"]["report_bytes"])  # after the fork: no thread in it
+    reader.start()
+    code = child.wait()
+    reader.join(timeout=1.0)  # a daemonised grandchild may hold the pipe open: take what came
+    _send(spec["report_fd"], reader.result())
+    return code
 
 
 if __name__ == "__main__":

@@ -5,10 +5,34 @@
 The candidate patch (a unified diff; "" for none) and then the instance's test patch (or the
 job's own, e.g. a model-written reproduction test in the Agentless evaluation) are
 applied to the snapshot's files with the project's diff library (data/patching.py: exact
-context, as `git apply` without fuzz); a patch that does not apply ends the run as
-"patch_failed", counted, with no test run. The tests run are the test files the test patch
-touches (SWE-bench's "test directives"), by pytest in the sandbox (sandbox.py), which writes a
-JUnit XML report; outcomes are read from it (junit.py), never from the log.
+context, as `git apply` without fuzz); a patch that does not apply, or that names a path
+outside the repository ("unsafe path"), ends the run as "patch_failed", counted, with no test
+run. The tests run are the test files the test patch touches (SWE-bench's "test directives"),
+by pytest in the sandbox (sandbox.py); outcomes are read from the harness's report stream
+(bootstrap.py, report.py), never from the log.
+
+Nothing the candidate writes decides its verdict (the threat model: docs/security.md):
+
+    guarded files   the candidate's changes to files pytest honours (GUARDED: any conftest.py,
+                    pytest.ini, .pytest.ini, tox.ini, setup.cfg, pyproject.toml,
+                    sitecustomize.py, usercustomize.py; pytest's default test files test_*.py
+                    and *_test.py; a top-level pytest.py or _pytest/) are not applied: the run
+                    sees the base commit's, and `TestRun.guarded` names them. Restored rather
+                    than rejected: a real fix may also touch setup.cfg or pyproject.toml, and
+                    the cost of dropping such a change is at most a test that the fix needed
+                    and the base config did not give; the forgery it closes is certain.
+    the test patch  the files it touches are restored from the snapshot before it is applied
+                    (as SWE-bench does), so a candidate's edits elsewhere in them do not survive
+    the runner      started by the harness's bootstrap (`python -s -B`, the repository after
+                    the standard library and the environment on sys.path); pytest reads only
+                    the configuration the base commit and the test patch give
+    the report      streamed to the sandbox's PID 1 as each test ends, never a file; a stream
+                    that is not the recorder's is "bad_report"; the session's own end is part
+                    of it (no end: "no_report")
+    canaries        a test file of the harness's, random names, added after every patch, with a
+                    test that must pass and one that must fail; a report in which they do not
+                    show exactly that is "tampered": unresolved, counted, and logged with the
+                    patch by the pool
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -21,25 +45,51 @@ data.validate on one machine match runs on any other.
 
 Statuses, each a counted reason for the callers: "ok" (the report was read), "patch_failed",
 "env_failed" (the environment could not be built), "no_interpreter", "no_snapshot",
-"timeout" (the wall-clock limit), "killed" (output or memory limit), "no_report" (pytest ended
-without writing one, e.g. the patch broke collection of the whole session).
+"timeout" (the wall-clock limit), "killed" (output or memory limit), "no_report" (the session
+did not end by itself: pytest could not start, or a process exited in the middle),
+"bad_report" (a stream the recorder does not write, or over the size limit), "tampered" (the
+canaries were wrong), "error" (the runner itself failed on the job; the reason says how).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
+from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import junit, sandbox
+from reward.execution import sandbox
 from reward.execution.environments import EnvironmentFailed, Environments, EnvSpec, InterpreterUnavailable
+from reward.execution.report import BadReport, Canaries, Tampered, parse
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
 HOST_DEMO_SPEC = EnvSpec()  # the demo set's: its own files, the project's interpreter
+BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted read-only at the same path
+# -p no:cacheprovider: no .pytest_cache (and no --lf state) carried between runs;
+# --tb=line: one line per failure on the console; a real suite's hundreds of full tracebacks
+# (requests' network tests in the sandbox) would pass the output cap.
+PYTEST_ARGS = ("-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
+# Files pytest (or Python at start-up) honours: a candidate's version of them is never applied.
+GUARDED_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
+GUARDED_PATTERNS = ("test_*.py", "*_test.py")  # pytest's default python_files
+GUARDED_TOP = ("pytest.py", "_pytest")  # would shadow the runner where the repository leads sys.path
 
 
 @dataclass(frozen=True)
@@ -70,6 +120,7 @@ class TestRun:
     env_build_s: float = 0.0  # building the environment (0 when it was cached)
     log: str = ""  # the end of pytest's output
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
+    guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (GUARDED_*)
 
 
 def test_files(test_patch: str | None) -> list[str]:
@@ -126,6 +177,12 @@ class Runner:
         return os.getpid()
 
     def run(self, job: TestJob) -> TestRun:
+        try:
+            return self._run(job)
+        except Exception as exc:  # a status, never a lost job or a dead runner (test_pool.py)
+            return TestRun(job.job_id, job.instance.instance_id, "error", reason=f"{type(exc).__name__}: {exc}"[:500])
+
+    def _run(self, job: TestJob) -> TestRun:
         inst = job.instance
         fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
         try:
@@ -141,59 +198,99 @@ class Runner:
         own_tests = job.test_patch is None and not job.tests
         test_patch = inst.test_patch if own_tests else job.test_patch
         try:
-            changes = patched_files(snapshot, job.patch, test_patch or "")
+            changes, guarded = patched_files(snapshot, job.patch, test_patch or "")
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         tests = list(job.tests) or test_files(test_patch)
         if not tests:
-            return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s)
-        argv = [env.python, "-m", "pytest", *junit.PYTEST_ARGS, "--junitxml=/results/junit.xml", *tests]
+            return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s, guarded=guarded)
+        canaries = Canaries.beside(tests)
+        changes[canaries.path] = canaries.source()  # after every patch: nothing of theirs replaces it
+        argv = [env.python, "-s", "-B", BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path]
+        variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
+        variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
         start = time.monotonic()
         result = sandbox.run(
             argv,
             snapshot=snapshot,
             changes=changes,
-            ro_paths=env.ro_paths,
-            env=env.variables,
+            ro_paths=(*env.ro_paths, BOOTSTRAP),
+            env=variables,
             limits=self.limits,
             loopback=spec.network == "loopback",
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
+        done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
         if result.killed:
             status = "timeout" if result.killed == "timeout" else "killed"
-            return fail(
-                status, f"the test run was stopped: {result.killed}", seconds=seconds, log=log, env_build_s=env.built_s
-            )
-        if "junit.xml" not in result.files:
-            return fail(
-                "no_report",
-                f"pytest exited {result.returncode} without a report: {_last_line(log)}",
-                seconds=seconds,
-                log=log,
-                env_build_s=env.built_s,
-            )
-        outcomes = stable_ids(junit.outcomes(result.files["junit.xml"]), env.ro_paths)
-        why = stable_ids(junit.failures(result.files["junit.xml"]), env.ro_paths)
+            return fail(status, f"the test run was stopped: {result.killed}", **done)
+        if result.report is None:
+            return fail("bad_report", f"the report passed {self.limits.report_bytes} bytes", **done)
+        try:
+            report = parse(result.report)
+        except BadReport as exc:
+            return fail("bad_report", f"the report is not the recorder's: {exc}", **done)
+        if report.exit_code is None:
+            cut = f"pytest exited {result.returncode} before its session ended: {_last_line(log)}"
+            return fail("no_report", cut, **done)
+        try:
+            checked = canaries.check(report)
+        except Tampered as exc:
+            return fail("tampered", str(exc), resolved=False, **done)
+        outcomes = stable_ids(checked, env.ro_paths)
+        why = stable_ids({k: v for k, v in report.failures.items() if k in checked}, env.ro_paths)
         verdict = resolved(inst, outcomes) if own_tests else None
-        return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, seconds, env.built_s, log, why)
+        return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
 
 
-def patched_files(snapshot: Path, *patches: str) -> dict[str, str | None]:
-    """New content of every file the patches touch, applied in order (None = deleted)."""
-    files: dict[str, str] = {}
-    changes: dict[str, str | None] = {}
-    for patch in patches:
-        if not patch.strip():
-            continue
-        for fp in parse_patch(patch):
-            for rel in (fp.old_path, fp.new_path):
-                if rel and rel not in files and rel not in changes and (snapshot / rel).is_file():
-                    files[rel] = (snapshot / rel).read_text(encoding="utf-8", errors="surrogateescape")
-        new = apply_patch({**files, **{k: v for k, v in changes.items() if v is not None}}, patch)
-        for rel, content in new.items():
-            deleted = content == "" and not any(fp.new_path == rel for fp in parse_patch(patch))
-            changes[rel] = None if deleted else content
-    return changes
+def is_guarded(path: str) -> bool:
+    """Whether a candidate's change to `path` is never applied (GUARDED_*; the module docstring)."""
+    name = PurePosixPath(path).name
+    return (
+        name in GUARDED_NAMES
+        or any(fnmatch.fnmatchcase(name, pattern) for pattern in GUARDED_PATTERNS)
+        or path.split("/", 1)[0] in GUARDED_TOP
+    )
+
+
+def patched_files(
+    snapshot: Path, candidate: str, test_patch: str = ""
+) -> tuple[dict[str, str | None], tuple[str, ...]]:
+    """New content of every file the patches touch (None = deleted), and the candidate's
+    guarded paths that were left out. The candidate is applied to the snapshot; the test patch
+    to the snapshot's version of every file it touches and the candidate's of the rest."""
+    changes = _applied(snapshot, candidate, {})
+    guarded = tuple(sorted(rel for rel in changes if is_guarded(rel)))
+    for rel in guarded:
+        del changes[rel]
+    if test_patch.strip():
+        touched = {p for fp in parse_patch(test_patch) for p in (fp.old_path, fp.new_path) if p}
+        kept = {rel: content for rel, content in changes.items() if rel not in touched}
+        changes = {**kept, **_applied(snapshot, test_patch, kept)}
+    return changes, guarded
+
+
+def _applied(snapshot: Path, patch: str, changes: dict[str, str | None]) -> dict[str, str | None]:
+    """`changes` with `patch` applied on top of them and of the snapshot (read without
+    following a link: data/paths.py)."""
+    if not patch.strip():
+        return dict(changes)
+    file_patches = parse_patch(patch)
+    files = {rel: content for rel, content in changes.items() if content is not None}
+    for fp in file_patches:
+        for rel in (fp.old_path, fp.new_path):
+            if rel and rel not in files and rel not in changes:
+                try:
+                    data = read_beneath(snapshot, rel)
+                except UnsafePath as exc:
+                    raise PatchError(str(exc)) from None
+                if data is not None:
+                    files[rel] = data.decode("utf-8", "surrogateescape")
+    result = dict(changes)
+    for rel, content in apply_patch(files, patch).items():
+        deleted = content == "" and not any(fp.new_path == rel for fp in file_patches)
+        result[rel] = None if deleted else content
+    return result
 
 
 def _last_line(log: str) -> str:

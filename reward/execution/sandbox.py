@@ -2,19 +2,27 @@
 
 `run(argv, snapshot=..., changes=..., ...)` runs `argv` on a private copy of `snapshot` with
 `changes` applied (the candidate patch and the test patch, as new file contents), and returns
-its exit status, its output (truncated) and the files it left in `/results`. Everything else in
-the project treats a candidate patch as text.
+its exit status, its output (truncated) and its report: what the command wrote to the pipe
+named by $SWE_RL_REPORT_FD, relayed by the sandbox's PID 1 (root) after the command ended.
+Everything else in the project treats a candidate patch as text.
 
 What the code inside sees, and cannot do (each has a test in tests/reward/test_containment.py):
 
     filesystem  a new root of its own: the snapshot at /testbed (an overlay: writes land in a
                 size-limited tmpfs, the snapshot on disk is never modified, and a fresh copy
-                costs one mount, not a copy of the repository), /results (the only directory
-                that outlives it), a private /tmp and /dev/shm (tmpfs), /dev with null, zero,
+                costs one mount, not a copy of the repository), a private /tmp and /dev/shm
+                (tmpfs), /dev with null, zero,
                 random and urandom, a /proc of its own PID namespace; read-only: /usr, /lib*,
                 /bin, /sbin, /etc, and the interpreter's prefix and environment (`ro_paths`).
                 The host's other files (home directories, the project, other runs) do not exist
-                there.
+                there. Nothing it writes outlives it: there is no shared directory.
+    changes     written by PID 1 as root before the command starts, each path checked by
+                data/paths.py on the host and again inside, every component opened without
+                following links (a link in the repository cannot send a write outside it).
+    report      a pipe to PID 1, which holds the only way out (a pipe to the host, which the
+                command's processes do not inherit); PID 1 reads at most `report_bytes` and
+                sends them after the command ended: the host reads bytes from a pipe, never a
+                file or a link the sandbox made.
     identity    uid and gid 65534 (nobody), no supplementary groups: no root, so file modes
                 hold and the process limit below applies.
     network     a network namespace with only a loopback interface that is down: no socket
@@ -34,13 +42,14 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
 How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
 `python -I -S reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
 builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
-chroots into it, drops to nobody, sets the rlimits and runs `argv`. Root is needed (as on the
+chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself stays root). Root is needed (as on the
 machines this runs on: the trainer's nodes and CI); `available()` says why not where it is not.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import selectors
@@ -52,8 +61,12 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
+
+from data import paths
+from data.paths import repo_path
 
 # The unprivileged identity sandboxed code runs as.
 NOBODY = 65534
@@ -68,6 +81,7 @@ class Limits:
     memory_mb: int = 4096  # memory of all its processes together (cgroup)
     pids: int = 512  # processes and threads together (cgroup)
     output_bytes: int = 1 << 20  # stdout and stderr kept, each; more is killed
+    report_bytes: int = 8 << 20  # the report kept; a larger one comes back as None
     file_mb: int = 256  # largest file it may write (RLIMIT_FSIZE) and size of each tmpfs
     open_files: int = 1024  # RLIMIT_NOFILE
 
@@ -79,7 +93,7 @@ class SandboxResult:
     seconds: float
     stdout: str
     stderr: str
-    files: dict[str, bytes] = field(default_factory=dict)  # what it left in /results
+    report: bytes | None = b""  # what it wrote to $SWE_RL_REPORT_FD; None: over report_bytes
 
 
 class SandboxUnavailable(RuntimeError):
@@ -154,28 +168,20 @@ def run(
     why = available()
     if why is not None:
         raise SandboxUnavailable(why)
+    for rel in changes or {}:
+        repo_path(rel)  # UnsafePath: the caller let a path through that names no repository file
     scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
-    results = scratch / "results"
-    results.mkdir()
-    os.chown(results, NOBODY, NOBODY)
     (scratch / "root").mkdir()
-    changes_dir = scratch / "changes"
-    changes_dir.mkdir()
-    deleted = []
-    for rel, content in (changes or {}).items():
-        if content is None:
-            deleted.append(rel)
-            continue
-        target = changes_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8", errors="surrogateescape")
     cgroups = _cgroups(limits)
+    report_read, report_write = os.pipe()
     spec = {
         "argv": list(argv),
         "env": dict(env or {}),
         "snapshot": str(snapshot),
-        "changes": str(changes_dir),
-        "deleted": deleted,
+        # Contents as JSON strings (lone surrogates escaped): written by PID 1 with surrogateescape.
+        "changes": dict(changes or {}),
+        "paths_module": str(Path(paths.__file__).resolve()),
+        "report_fd": report_write,
         "ro_paths": [str(p) for p in ro_paths],
         "scratch": str(scratch),
         "workdir": workdir,
@@ -185,6 +191,7 @@ def run(
         "loopback": loopback,
     }
     (scratch / "spec.json").write_text(json.dumps(spec))
+    os.chmod(scratch, 0o700)
     cmd = [
         "unshare",
         "--mount",
@@ -204,29 +211,41 @@ def run(
         str(scratch / "spec.json"),
     ]
     start = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        cwd=scratch,
-        env={},
-    )
-    out, err, killed = _collect(proc, limits, start)
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            cwd=scratch,
+            env={},
+            pass_fds=(report_write,),
+        )
+    finally:
+        os.close(report_write)  # PID 1 holds the only copy now: EOF when it is gone
+    with open(report_read, "rb", buffering=0) as report_pipe:
+        out, err, relayed, killed = _collect(proc, report_pipe, limits, start)
     oom = _remove_cgroups(cgroups)
-    files = {p.name: p.read_bytes() for p in results.iterdir() if p.is_file()} if killed is None else {}
     shutil.rmtree(scratch, ignore_errors=True)
     if killed is None and oom:
         killed = "memory"
     code = None if killed in ("timeout", "output") else proc.returncode
-    return SandboxResult(code, killed, round(time.monotonic() - start, 3), out, err, files)
+    # PID 1's first byte: "R" then the report, or "O" when the report passed report_bytes.
+    report = relayed[1:] if relayed[:1] == b"R" and len(relayed) <= limits.report_bytes + 1 else None
+    if not relayed:
+        report = b""
+    return SandboxResult(code, killed, round(time.monotonic() - start, 3), out, err, report)
 
 
-def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tuple[str, str, str | None]:
-    """Read both pipes up to the output limit, within the wall clock; kill on either."""
+def _collect(
+    proc: subprocess.Popen[bytes], report: io.RawIOBase, limits: Limits, start: float
+) -> tuple[str, str, bytes, str | None]:
+    """Read the output pipes up to the output limit and the report pipe up to its own, within
+    the wall clock; kill on the wall clock or on too much output."""
     assert proc.stdout is not None and proc.stderr is not None
-    buffers = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    buffers: dict[Any, bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray(), report: bytearray()}
+    caps = {proc.stdout: limits.output_bytes, proc.stderr: limits.output_bytes, report: limits.report_bytes + 1}
     sel = selectors.DefaultSelector()
     for pipe in buffers:
         os.set_blocking(pipe.fileno(), False)
@@ -242,9 +261,12 @@ def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tup
             if not chunk:
                 sel.unregister(key.fileobj)
                 continue
-            buf = buffers[key.fileobj]  # type: ignore[index]
+            buf = buffers[key.fileobj]
             buf += chunk
-            if len(buf) > limits.output_bytes:
+            if len(buf) > caps[key.fileobj]:
+                if key.fileobj is report:  # PID 1 sends at most the cap: more is not its doing
+                    del buf[caps[report] :]
+                    continue
                 killed = "output"
         if killed:
             break
@@ -252,5 +274,5 @@ def _collect(proc: subprocess.Popen[bytes], limits: Limits, start: float) -> tup
         # The whole session: unshare, and (--kill-child) the namespace's PID 1 with everything in it.
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    text = [bytes(b[: limits.output_bytes]).decode("utf-8", "replace") for b in buffers.values()]
-    return text[0], text[1], killed
+    out, err = (bytes(buffers[p][: limits.output_bytes]).decode("utf-8", "replace") for p in (proc.stdout, proc.stderr))
+    return out, err, bytes(buffers[report]), killed

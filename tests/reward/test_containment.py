@@ -2,9 +2,9 @@
 is stopped or finds nothing, scores unresolved with the reason recorded, and leaves the host
 as it was: no file changed or created, no process left, and the runner takes the next job.
 
-The attacks are candidate patches to a demo instance (the code a model would write): each adds
-a `conftest.py`, which pytest imports before any test, run through the same Runner the trainer,
-the harness and validation use.
+The attacks are candidate patches to a demo instance (the code a model would write): each puts
+its code at the top of the module under test, which the tests import, run through the same
+Runner the trainer, the harness and validation use.
 """
 
 from __future__ import annotations
@@ -37,15 +37,21 @@ def _instance() -> Instance:
 
 
 def _attack(body: str) -> str:
-    """A candidate patch adding a conftest.py that runs `body` before the tests. What `body`
-    prints comes back in the run's log: pytest shows the error the conftest ends with."""
+    """A candidate patch to the module under test that runs `body` when the tests import it
+    (at its end: the module starts with a `from __future__` import)
+    (a conftest.py, the old vector, is no longer applied: runner.GUARDED_NAMES). What `body`
+    prints comes back in the run's log: pytest shows the error the import ends with."""
     indented = "\n".join("    " + line for line in body.strip("\n").splitlines())
     source = (
         f"# {MARK}\nimport contextlib, io, os, socket, subprocess, sys, time\n\n_out = io.StringIO()\n"
         f"with contextlib.redirect_stdout(_out):\n{indented}\n"
         "raise RuntimeError('ATTACK OUTPUT: ' + _out.getvalue().replace(chr(10), ' | '))\n"
     )
-    return make_patch({}, {"conftest.py": source})
+    original = _instance().code_context[TARGET]
+    return make_patch({TARGET: original}, {TARGET: original + "\n" + source})
+
+
+TARGET = "calspan/months.py"  # the module the instance's tests import
 
 
 @pytest.fixture(scope="module")
@@ -235,4 +241,5 @@ def test_the_runner_takes_the_next_job_and_the_snapshot_is_untouched(runner):
     run = runner.run(TestJob(inst, inst.patch))
     assert run.status == "ok" and run.outcomes and all(v == "passed" for v in run.outcomes.values())
     snapshot = runner.snapshots.path(inst, EnvSpec())
-    assert not (snapshot / "conftest.py").exists() and not (snapshot / "tests").exists()
+    assert not (snapshot / "tests").exists() and TARGET in inst.code_context
+    assert (snapshot / TARGET).read_text() == inst.code_context[TARGET]

@@ -8,7 +8,7 @@ import pytest
 
 from reward import RewardResult, score_output
 from reward.apply import apply_edits
-from reward.parse import EDIT_PATTERN, find_edits, split_output
+from reward.parse import EDIT_PATTERN, find_edits, quote, split_output
 from reward.reference import reference_score_output
 from reward.similarity import compare_diffs
 
@@ -78,9 +78,28 @@ def test_no_edit_is_malformed() -> None:
 
 
 def test_path_is_verbatim() -> None:
-    # "./a.py" is another file: a new empty file, in which "    return 1" is not found.
-    result = score(answer(block("./a.py", "    return 1", "    return 10")))
-    assert (result.reward, result.format_ok, result.error) == (-1.0, True, "search block 1 not found in ./a.py")
+    # "a.py " is another file: a new empty file, in which "    return 1" is not found.
+    result = score(answer(block("a.py ", "    return 1", "    return 10")))
+    assert (result.reward, result.format_ok, result.error) == (-1.0, True, "search block 1 not found in 'a.py '")
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("./a.py", "path component '.'"),
+        ("../etc/passwd", "path component '..'"),
+        ("/abs.py", "absolute path"),
+        ("pkg//a.py", "path component ''"),
+        ("pkg\\a.py", "backslash in path"),
+    ],
+)
+def test_a_path_outside_the_repository_is_malformed(path: str, why: str) -> None:
+    # Rule 2's path check (docs/reward.md): -1 with format_ok False, even beside a good edit.
+    output = answer(block("a.py", "    return 1", "    return 10") + "\n" + block(path, "", "x = 1"))
+    result = score(output)
+    assert (result.reward, result.format_ok) == (-1.0, False)
+    assert result.error == f"format: unsafe path {quote(path)}: {why}"
+    assert reference_score_output(CONTEXT, ORACLE, output) == -1.0
 
 
 def test_fence_language_is_free_and_search_may_be_empty() -> None:

@@ -1,0 +1,130 @@
+"""Test outcomes from the harness's report stream, and the canaries that tell a forged one.
+
+The stream is what bootstrap.py's recorder wrote, one JSON object a line, as pytest reported
+each phase of each test: `{"id": node id, "when": "setup"|"call"|"teardown"|"collect",
+"outcome": "passed"|"failed"|"skipped", "xfail"?: true, "message"?: str}`, then `{"exit": N}`
+once the session ended by itself. Node ids are pytest's own, relative to its rootdir, exactly
+as SWE-bench writes FAIL_TO_PASS/PASS_TO_PASS (`tests/test_a.py::TestX::test_y[1]`).
+
+Outcome of a test: "failed" if its call failed; else "error" if its setup, teardown or
+collection failed; else "skipped" if a phase was skipped (an expected failure counts as
+skipped); else "passed" if its call passed. Only "passed" counts as passing.
+
+Canaries: the runner adds a test file of its own after every patch (random names, in the
+folder of the last test file), with one test that must pass and one that must fail. Code that
+forges outcomes wholesale (every test passed, failures stripped, the session cut short, a
+report written by someone else) cannot show both right without knowing which is which; a
+report in which they do not show exactly "passed" and "failed" is `Tampered`. A report in
+which no test ran at all (a collection error interrupts pytest before the first) is not
+checked: with no test passed, it cannot resolve anything.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+_PHASES = ("setup", "call", "teardown", "collect")
+_OUTCOMES = ("passed", "failed", "skipped")
+
+
+class BadReport(ValueError):
+    """The stream is not a report the recorder writes (not JSON, wrong fields, a phase twice)."""
+
+
+class Tampered(ValueError):
+    """The canaries do not show the outcomes the harness wrote them to have."""
+
+
+@dataclass(frozen=True)
+class Report:
+    outcomes: dict[str, str]  # node id -> passed/failed/error/skipped
+    failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of why (some)
+    exit_code: int | None = None  # pytest's; None when the session did not end by itself
+    ran: bool = False  # whether any test reached its setup (a collection error interrupts first)
+
+
+def parse(stream: bytes, failure_limit: int = 200) -> Report:
+    """The report in `stream`; BadReport when a line is not one the recorder writes."""
+    phases: dict[str, dict[str, str]] = {}
+    failures: dict[str, str] = {}
+    exit_code = None
+    for number, line in enumerate(stream.splitlines(), start=1):
+        if exit_code is not None:
+            raise BadReport(f"line {number}: a record after the session's end")
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise BadReport(f"line {number}: not JSON") from None
+        if isinstance(record, dict) and set(record) == {"exit"} and type(record["exit"]) is int:
+            exit_code = record["exit"]
+            continue
+        test_id, when, outcome = _fields(record, number)
+        if when in phases.setdefault(test_id, {}):
+            raise BadReport(f"line {number}: {test_id} reported its {when} twice")
+        phases[test_id][when] = outcome  # an expected failure's call reports "skipped"
+        if outcome == "failed" and len(failures) < failure_limit:
+            failures.setdefault(test_id, str(record.get("message", ""))[:240] or when)
+    outcomes = {test_id: result for test_id, seen in phases.items() if (result := _outcome(seen)) is not None}
+    ran = any(when != "collect" for seen in phases.values() for when in seen)
+    return Report(outcomes, failures, exit_code, ran)
+
+
+def _fields(record: object, number: int) -> tuple[str, str, str]:
+    if not isinstance(record, dict):
+        raise BadReport(f"line {number}: not an object")
+    test_id, when, outcome = record.get("id"), record.get("when"), record.get("outcome")
+    if not isinstance(test_id, str) or when not in _PHASES or outcome not in _OUTCOMES:
+        raise BadReport(f"line {number}: not a test report")
+    return test_id, str(when), str(outcome)
+
+
+def _outcome(seen: dict[str, str]) -> str | None:
+    if seen.get("call") == "failed":
+        return "failed"
+    if "failed" in seen.values():
+        return "error"
+    if "skipped" in seen.values():
+        return "skipped"
+    return "passed" if seen.get("call") == "passed" else None
+
+
+@dataclass(frozen=True)
+class Canaries:
+    path: str  # repository-relative path of the canary file
+    passing: str  # function names
+    failing: str
+
+    @classmethod
+    def beside(cls, tests: list[str]) -> Canaries:
+        """Fresh random names, in the folder of the last test file (the same conftest and
+        package as the tests, and collected last)."""
+        folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(".")
+        names = [f"test_{secrets.token_hex(6)}" for _ in range(3)]
+        path = str(folder / f"{names[0]}.py") if str(folder) != "." else f"{names[0]}.py"
+        return cls(path, names[1], names[2])
+
+    def source(self) -> str:
+        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
+        return f"def {self.passing}():\n    assert {a} == {a}\n\n\ndef {self.failing}():\n    assert {a} == {b}\n"
+
+    def ids(self, outcomes: dict[str, str]) -> dict[str, str]:
+        """The canaries' node ids in a report (found by file name and function: pytest's
+        rootdir decides the prefix)."""
+        name = PurePosixPath(self.path).name
+        return {t: fn for t in outcomes for fn in (self.passing, self.failing) if t.endswith(f"{name}::{fn}")}
+
+    def check(self, report: Report) -> dict[str, str]:
+        """The report's outcomes without the canaries; Tampered unless they show exactly
+        passed and failed. A session that ran no test (pytest stops at a collection error
+        before running any) has nothing to check: none of its tests passed."""
+        if not report.ran:
+            return dict(report.outcomes)
+        found = self.ids(report.outcomes)
+        seen = {fn: report.outcomes[t] for t, fn in found.items()}
+        if len(found) != 2 or seen.get(self.passing) != "passed" or seen.get(self.failing) != "failed":
+            shown = {"must pass": seen.get(self.passing, "absent"), "must fail": seen.get(self.failing, "absent")}
+            raise Tampered(f"the harness's canary tests did not show their outcomes: {shown}")
+        return {t: v for t, v in report.outcomes.items() if t not in found}
