@@ -8,6 +8,7 @@ nothing here runs code from the sandboxed repository before privileges are dropp
     1. join the run's cgroups (memory, pids), so that every process started later counts;
        with `loopback`, bring the network namespace's own loopback up;
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
+       writable ones of `rw_paths`,
        the snapshot at `workdir` as an overlay whose writes land in a size-limited tmpfs, the
        run's `changes` written into it (as root, before anything of the repository runs),
        `/results` (the one directory shared with the host), tmpfs /tmp and /dev/shm, a minimal
@@ -81,6 +82,8 @@ def build_root(spec: dict) -> Path:
                 (root / path.lstrip("/")).symlink_to(os.path.relpath(real, os.path.dirname(path)))
                 continue
             _bind(path, root / path.lstrip("/"))
+    for path in spec["rw_paths"]:  # after the read-only ones: a writable directory may lie inside one
+        _bind(path, root / path.lstrip("/"), writable=True)
     # The snapshot as an overlay: reads from disk, writes to a tmpfs the size of the file limit.
     upper = scratch / "upper"
     _tmpfs(upper, limits["file_mb"], mode="0755")

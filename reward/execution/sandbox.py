@@ -9,10 +9,11 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
 
     filesystem  a new root of its own: the snapshot at /testbed (an overlay: writes land in a
                 size-limited tmpfs, the snapshot on disk is never modified, and a fresh copy
-                costs one mount, not a copy of the repository), /results (the only directory
-                that outlives it), a private /tmp and /dev/shm (tmpfs), /dev with null, zero,
-                random and urandom, a /proc of its own PID namespace; read-only: /usr, /lib*,
-                /bin, /sbin, /etc, and the interpreter's prefix and environment (`ro_paths`).
+                costs one mount, not a copy of the repository), /results and the caller's
+                `rw_paths` (the only directories that outlive it), a private /tmp and /dev/shm
+                (tmpfs), /dev with null, zero, random and urandom, a /proc of its own PID
+                namespace; read-only: /usr, /lib*, /bin, /sbin, /etc, and the interpreter's
+                prefix and environment (`ro_paths`).
                 The host's other files (home directories, the project, other runs) do not exist
                 there.
     identity    uid and gid 65534 (nobody), no supplementary groups: no root, so file modes
@@ -147,10 +148,13 @@ def run(
     limits: Limits = Limits(),
     workdir: str = "/testbed",
     loopback: bool = False,
+    rw_paths: Sequence[str | Path] = (),
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
-    interpreter's prefix, the environment). `env` is the whole environment of the command."""
+    interpreter's prefix, the environment); `rw_paths` the same, writable (what the code writes
+    there outlives it: only a directory the caller owns and reads back as hostile, e.g. an
+    environment build's output). `env` is the whole environment of the command."""
     why = available()
     if why is not None:
         raise SandboxUnavailable(why)
@@ -177,6 +181,7 @@ def run(
         "changes": str(changes_dir),
         "deleted": deleted,
         "ro_paths": [str(p) for p in ro_paths],
+        "rw_paths": [str(p) for p in rw_paths],
         "scratch": str(scratch),
         "workdir": workdir,
         "limits": asdict(limits),
