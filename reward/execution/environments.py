@@ -124,7 +124,7 @@ _PIP_BUILD = (
 )
 # Bounds on what the host reads back from the sandboxed build.
 _LISTED_BYTES, _LISTED_MAX = 1 << 20, 2000  # the requirements' JSON
-_METADATA_BYTES = 16 << 20  # the .dist-info folder copied into site-packages
+_METADATA_BYTES, _METADATA_DEPTH = 16 << 20, 4  # the .dist-info folder copied into site-packages
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
 # Run in the sandbox by the venv's python (-I: neither the snapshot nor the build's output is on
 # its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
@@ -290,11 +290,12 @@ class Environments:
         os.chown(out, NOBODY, NOBODY)
         own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
         pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
-        self._sandboxed(pip, snapshot, (str(venv), _base_prefix(python)), out, "build the snapshot (in the sandbox)")
+        ro = (str(venv), _base_prefix(python))
+        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)")
         listed = self._sandboxed(
             [python, "-I", "-c", _REQUIRES, str(out), *spec.extras],
             snapshot,
-            (str(venv), _base_prefix(python)),
+            ro,
             out,
             "read the snapshot's requirements (in the sandbox)",
         )
@@ -374,7 +375,7 @@ def _install_metadata(out: Path, site: Path) -> None:
     its version with importlib.metadata and finds its rules by entry point, as after
     SWE-bench's `pip install -e .`), the code is only the snapshot's. `out` was written by the
     snapshot's code: regular files only (a symlink could name any host file), folders walked
-    without following links, the total bounded."""
+    without following links and at most a few deep, the total bounded."""
     infos = [p for p in out.iterdir() if p.name.endswith(".dist-info")]
     if len(infos) != 1 or infos[0].is_symlink() or not infos[0].is_dir() or not _DIST_INFO.fullmatch(infos[0].name):
         raise EnvironmentFailed(
@@ -383,15 +384,17 @@ def _install_metadata(out: Path, site: Path) -> None:
     info, total = infos[0], 0
     dest = site / info.name
     shutil.rmtree(dest, ignore_errors=True)  # a package of the index by the same name: the snapshot's wins
-    for folder, _, names in os.walk(info):  # followlinks=False: a linked folder is not entered
+    for folder, folders, names in os.walk(info):  # followlinks=False: a linked folder is not entered
+        if len(Path(folder).relative_to(info).parts) >= _METADATA_DEPTH:
+            folders.clear()  # licenses/ has a few levels; a deeper tree only costs the host
         for name in names:
             source = Path(folder) / name
             if not stat.S_ISREG(source.lstat().st_mode):
                 continue
             fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
             with os.fdopen(fd, "rb") as f:
-                data = f.read(_METADATA_BYTES + 1 - total)
-            total += len(data)
+                data = f.read(max(0, _METADATA_BYTES + 1 - total))
+            total += len(data) + 512  # a file costs a block at least: a million empty ones are refused too
             if total > _METADATA_BYTES:
                 raise EnvironmentFailed(f"the snapshot's build: its metadata is over {_METADATA_BYTES >> 20} MiB")
             target = dest / source.relative_to(info)

@@ -122,6 +122,7 @@ def test_the_own_distribution_loses_its_code_and_keeps_its_metadata(tmp_path):
         "widget-1.2.dist-info/entry_points.txt": "[widget.plugins]\ncore = widget.core\n",
         "widget-1.2.dist-info/licenses/LICENSE": "MIT\n",
         "widget-1.2.dist-info/RECORD": "widget/__init__.py,,\n",
+        "widget-1.2.dist-info/licenses/a/b/c/d/DEEP": "a folder too deep is not entered\n",
     }
     for rel, text in files.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
