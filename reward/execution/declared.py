@@ -10,9 +10,15 @@ derive_spec (environments.py) turns these into an EnvSpec for a mined pull reque
                               install (`-e .[socks]`)
     test_extras(dir)          its extras named test / tests / testing
     src_layout(dir)           whether its packages live under src/
+    build_requires(dir)       pyproject.toml's `[build-system].requires`, as written ([] when
+                              it has none: PEP 518's default, setuptools and wheel, is in
+                              every environment's SEED)
 
 setup.py is read with regular expressions, not executed: the snapshot is code under test, and
-running it on the host (outside the sandbox) is what the project never does.
+running it on the host (outside the sandbox) is what the project never does. What only running
+it can tell (a setup.py's install_requires, a build backend's dynamic dependencies) comes from
+building the snapshot inside the sandbox (environments.py's `_build`); the host reads that
+build's metadata as hostile text.
 """
 
 from __future__ import annotations
@@ -132,6 +138,12 @@ def src_layout(snapshot: Path) -> bool:
     if not src.is_dir():
         return False
     return any((p / "__init__.py").is_file() for p in src.iterdir() if p.is_dir()) or any(src.glob("*.py"))
+
+
+def build_requires(snapshot: Path) -> list[str]:
+    build_system = _toml(snapshot).get("build-system", {})
+    requires = build_system.get("requires", []) if isinstance(build_system, dict) else []
+    return [r for r in requires if isinstance(r, str)] if isinstance(requires, list) else []
 
 
 def _toml(snapshot: Path) -> dict[str, Any]:

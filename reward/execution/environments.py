@@ -23,31 +23,53 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
                     httpbin, a local test server); never the host's network (sandbox.py)
 
-Build: `uv venv` with the interpreter (pythons.py finds it), then one `uv pip install
---exclude-newer DATE` of a private copy of the snapshot (building writes build/ and *.egg-info
-into the tree it builds, and the shared snapshot must stay as the commit has it) with the
-requirements and SEED (pip, setuptools, wheel: what other environments come with), in one
-resolution; then the files that the distribution installed from that copy (its direct_url.json
-names it) put in site-packages are deleted, its metadata kept: the version and entry points stay
-(sqlfluff reads its version with importlib.metadata and finds its rules by entry point, as after
-SWE-bench's `pip install -e .`), the code is only the snapshot's. The cache key is a hash of the spec and, for
-"snapshot" installs, of the dependency files at the commit; a build runs under a file lock (concurrent
-runners on a node build once) into a temporary directory renamed into place, so a half-built
-environment is never used. A failed build raises EnvironmentFailed with the tool's last lines;
-an interpreter that is not on this machine raises InterpreterUnavailable: both are counted by
-the callers, never fatal to a run.
+Build, and what runs where (the threat model: the snapshot's code, and everything it writes
+or prints, is hostile; setup.py and a PEP 517 build backend are its code):
+
+    host, root      uv only, given packages of the index by name: `uv venv` with the
+                    interpreter (pythons.py finds it), then `uv pip install --exclude-newer
+                    DATE` of SEED (pip, setuptools, wheel: what other environments come with),
+                    the snapshot's static build requirements (pyproject.toml's
+                    `[build-system].requires`, read with tomllib) and the spec's requirements
+    sandbox, nobody the venv's pip builds and installs the snapshot (`pip install --no-deps
+                    --no-build-isolation --no-index /testbed[extras]`) into a scratch folder,
+                    the only host directory it may write (`rw_paths`; the venv is mounted
+                    read-only: uv runs the venv's python on the host, so nothing the build
+                    leaves may be in it; the build's build/ and *.egg-info land in the
+                    overlay's tmpfs, the snapshot on disk stays as the commit has it); then a
+                    script of this module, run by the venv's python, prints that
+                    distribution's Requires-Dist for the spec's extras and this interpreter
+                    (markers evaluated) as JSON
+    host, root      that JSON is read as hostile text: bounded, each entry a PEP 508
+                    requirement of the index by name (one with a URL or a path would be
+                    built as root: EnvironmentFailed names it); one `uv pip install` of them
+                    with the requirements and SEED, as of the date; then the distribution's
+                    .dist-info (regular files only) is copied into site-packages, its code
+                    never: the version and entry points stay (sqlfluff reads its version with
+                    importlib.metadata and finds its rules by entry point, as after
+                    SWE-bench's `pip install -e .`), the code is only the snapshot's
+
+The snapshot must be owned by the sandbox's user (snapshots.py makes it so): the build writes
+into it through the overlay. What a build needs from the network beyond its static build
+requirements (setup_requires fetched at build time) is not there: the sandbox has none. The
+cache key is a hash of the spec and, for "snapshot" installs, of the dependency files at the
+commit; a build runs under a file lock (concurrent runners on a node build once) into a
+temporary directory renamed into place, so a half-built environment is never used. A failed
+build raises EnvironmentFailed naming the step with the tool's last lines; an interpreter that
+is not on this machine raises InterpreterUnavailable: both are counted by the callers, never
+fatal to a run.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -57,8 +79,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reward.execution import declared
+from reward.execution import declared, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
+from reward.execution.sandbox import NOBODY
 
 # find_python and InterpreterUnavailable live in pythons.py; callers import them from here too.
 __all__ = [
@@ -85,7 +108,46 @@ LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "p
 # those files for offline use (installed undated: it was published after most of their commits).
 TEST_DATA = {"pydicom": ("pydicom-data",)}
 # Part of every cache key: a change to how environments are built invalidates the old ones.
-BUILD_VERSION = b"3: seeded with pip, setuptools, wheel; the own dist's metadata kept"
+BUILD_VERSION = b"4: the snapshot built in the sandbox, only its metadata installed"
+_UV = (sys.executable, "-m", "uv")
+# The sandboxed build: nothing from the network or a cache, no bytecode (the code is dropped),
+# always a wheel (PEP 517, also with an old pip), with the build requirements already installed.
+_PIP_BUILD = (
+    "--quiet",
+    "--no-deps",
+    "--no-build-isolation",
+    "--no-index",
+    "--no-compile",
+    "--no-cache-dir",
+    "--disable-pip-version-check",
+    "--use-pep517",
+)
+# Bounds on what the host reads back from the sandboxed build.
+_LISTED_BYTES, _LISTED_MAX = 1 << 20, 2000  # the requirements' JSON
+_METADATA_BYTES, _METADATA_DEPTH = 16 << 20, 4  # the .dist-info folder copied into site-packages
+_DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
+# Run in the sandbox by the venv's python (-I: neither the snapshot nor the build's output is on
+# its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
+# interpreter and the extras argv[2:], a self-reference ("widget[socks]") adding its extras.
+# pip's vendored packaging: the venv has pip (SEED), any version since 2018 has these.
+_REQUIRES = """
+import importlib.metadata, json, sys
+from pip._vendor.packaging.requirements import Requirement
+from pip._vendor.packaging.utils import canonicalize_name
+(dist,) = importlib.metadata.distributions(path=[sys.argv[1]])
+own, extras, done, out = canonicalize_name(dist.metadata["Name"]), set(sys.argv[2:]), None, []
+while done != extras:
+    done, out = set(extras), []
+    for line in dist.requires or []:
+        req = Requirement(line)
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in [*sorted(done), ""]):
+            if canonicalize_name(req.name) == own:
+                extras |= set(req.extras)
+                continue
+            req.marker = None
+            out.append(str(req))
+print(json.dumps(list(dict.fromkeys(out))))
+"""
 
 
 class EnvironmentFailed(RuntimeError):
@@ -199,43 +261,145 @@ class Environments:
         interpreter = find_python(spec.python)
         tmp = target.with_name(f".{target.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        uv = [sys.executable, "-m", "uv"]
-        self._tool([*uv, "venv", "--quiet", "--python", interpreter, str(tmp)], "venv")
+        self._tool([*_UV, "venv", "--quiet", "--python", interpreter, str(tmp)], "venv")
         python = str(tmp / "bin" / "python")
-        pip = [*uv, "pip", "install", "--quiet", "--python", python]
-        if spec.exclude_newer:
-            pip += ["--exclude-newer", spec.exclude_newer]
-            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            for name in spec.undated:
-                pip += ["--exclude-newer-package", f"{_canonical(name)}={now}"]
-        requirements = (*spec.requirements, *spec.undated)
-        if spec.install == "snapshot":
-            if snapshot is None:
-                raise EnvironmentFailed("install=snapshot needs the snapshot")
-            with tempfile.TemporaryDirectory(prefix="build-", dir=self.root) as scratch:
-                copy = Path(scratch) / "src"  # building writes into the tree it builds: not the snapshot
-                shutil.copytree(snapshot, copy, symlinks=True)
-                own = f"{copy}[{','.join(spec.extras)}]" if spec.extras else str(copy)
-                self._tool([*pip, own, *requirements, *SEED], "install the snapshot's dependencies")
-                for info in _own_dists(tmp, copy, _project_name(snapshot)):
-                    _drop_code(info)  # the code under test is the snapshot on PYTHONPATH, not a copy
+        requirements = [*spec.requirements, *spec.undated, *SEED]
+        if spec.install == "none":
+            self._tool(_install(python, spec, requirements), "install the requirements")
+        elif snapshot is None:
+            raise EnvironmentFailed("install=snapshot needs the snapshot")
         else:
-            self._tool([*pip, *requirements, *SEED], "install the requirements")
+            build = declared.build_requires(snapshot)  # read, never run
+            self._tool(_install(python, spec, [*build, *requirements]), "install the build requirements")
+            with tempfile.TemporaryDirectory(prefix=f".{target.name}.build-", dir=target.parent) as out:
+                own = self._sandboxed_build(spec, snapshot, tmp, Path(out))
+                self._tool(_install(python, spec, [*own, *requirements]), "install the snapshot's dependencies")
+                (site,) = tmp.glob("lib/python*/site-packages")
+                _install_metadata(Path(out), site)  # the code under test is the snapshot on PYTHONPATH
         for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
         os.replace(tmp, target)
 
-    def _tool(self, cmd: list[str], what: str) -> None:
+    def _sandboxed_build(self, spec: EnvSpec, snapshot: Path, venv: Path, out: Path) -> list[str]:
+        """Build the snapshot with the environment's pip in the sandbox, into `out` (the one
+        directory it may write, besides its tmpfs), and return its own distribution's
+        requirements for the spec's extras, checked. The venv is mounted read-only: what the
+        build leaves can never be run on the host (uv runs the venv's python to query it)."""
+        python = str(venv / "bin" / "python")
+        os.chown(out, NOBODY, NOBODY)
+        own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
+        pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
+        ro = (str(venv), _base_prefix(python))
+        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)")
+        listed = self._sandboxed(
+            [python, "-I", "-c", _REQUIRES, str(out), *spec.extras],
+            snapshot,
+            ro,
+            out,
+            "read the snapshot's requirements (in the sandbox)",
+        )
+        return _requirements(listed, "the snapshot's requirements")
+
+    def _sandboxed(self, argv: list[str], snapshot: Path, ro: tuple[str, ...], out: Path, what: str) -> str:
+        limits = sandbox.Limits(wall_s=self.build_timeout_s, cpu_s=int(self.build_timeout_s), output_bytes=4 << 20)
+        # A git archive has no .git: setuptools_scm projects build only with a version given.
+        variables = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+        variables["SETUPTOOLS_SCM_PRETEND_VERSION"] = "0.0.0"
         try:
-            # A git archive has no .git: setuptools_scm projects build only with a version given.
-            env = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0"}
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.build_timeout_s, env=env)
+            result = sandbox.run(argv, snapshot=snapshot, ro_paths=ro, rw_paths=(out,), env=variables, limits=limits)
+        except sandbox.SandboxUnavailable as exc:
+            raise EnvironmentFailed(f"{what}: {exc}") from None
+        if result.killed or result.returncode != 0:
+            why = f"stopped ({result.killed})" if result.killed else "failed"
+            # pip prints the build's own error above a trailer of about ten lines.
+            raise EnvironmentFailed(f"{what} {why}: {_tail(result.stderr or result.stdout, 30)}")
+        return result.stdout
+
+    def _tool(self, cmd: list[str], what: str) -> None:
+        """Run a trusted tool (uv) on the host: nothing it is given is code of the snapshot."""
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.build_timeout_s)
         except subprocess.TimeoutExpired:
             raise EnvironmentFailed(f"{what}: no result within {self.build_timeout_s:.0f} s") from None
         if proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-            raise EnvironmentFailed(f"{what} failed: {tail}")
+            raise EnvironmentFailed(f"{what} failed: {_tail(proc.stderr or proc.stdout)}")
+
+
+def _tail(text: str, lines: int = 8) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _install(python: str, spec: EnvSpec, requirements: list[str]) -> list[str]:
+    """`uv pip install` of `requirements` into the venv of `python`, as of the spec's date (its
+    undated requirements exempt), each checked to be a requirement of the index by name."""
+    cmd = [*_UV, "pip", "install", "--quiet", "--python", python]
+    if spec.exclude_newer:
+        cmd += ["--exclude-newer", spec.exclude_newer]
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for name in spec.undated:
+            cmd += ["--exclude-newer-package", f"{_canonical(name)}={now}"]
+    return [*cmd, *(_requirement(r, "requirement") for r in dict.fromkeys(requirements))]
+
+
+def _requirements(text: str, source: str) -> list[str]:
+    """The JSON list of requirement strings a sandboxed step printed, each checked."""
+    try:
+        listed = json.loads(text) if len(text) <= _LISTED_BYTES else None
+    except ValueError:
+        listed = None
+    if not isinstance(listed, list) or len(listed) > _LISTED_MAX:
+        raise EnvironmentFailed(f"{source}: not a JSON list of at most {_LISTED_MAX} requirements: {text[:200]!r}")
+    return [_requirement(entry, source) for entry in listed]
+
+
+def _requirement(entry: object, source: str) -> str:
+    """`entry` as a PEP 508 requirement of the package index, by name. One with a URL or a
+    path (`name @ file:///...`, `name @ https://...`) is refused: uv would build it as root."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if not isinstance(entry, str) or len(entry) > 1000:
+        raise EnvironmentFailed(f"{source}: not a requirement: {entry!r:.200}")
+    try:
+        req = Requirement(entry)
+    except InvalidRequirement as exc:
+        raise EnvironmentFailed(f"{source}: {entry!r} is not a requirement: {exc}") from None
+    if req.url:
+        raise EnvironmentFailed(f"{source}: {entry!r} installs from {req.url}, not from the index: refused")
+    return str(req)
+
+
+def _install_metadata(out: Path, site: Path) -> None:
+    """Copy the .dist-info directory of the one distribution the sandboxed build left in `out`
+    into `site`, and nothing else: the version and entry points stay readable (sqlfluff reads
+    its version with importlib.metadata and finds its rules by entry point, as after
+    SWE-bench's `pip install -e .`), the code is only the snapshot's. `out` was written by the
+    snapshot's code: regular files only (a symlink could name any host file), folders walked
+    without following links and at most a few deep, the total bounded."""
+    infos = [p for p in out.iterdir() if p.name.endswith(".dist-info")]
+    if len(infos) != 1 or infos[0].is_symlink() or not infos[0].is_dir() or not _DIST_INFO.fullmatch(infos[0].name):
+        raise EnvironmentFailed(
+            f"the snapshot's build: expected one .dist-info folder, found {sorted(p.name for p in infos)}"
+        )
+    info, total = infos[0], 0
+    dest = site / info.name
+    shutil.rmtree(dest, ignore_errors=True)  # a package of the index by the same name: the snapshot's wins
+    for folder, folders, names in os.walk(info):  # followlinks=False: a linked folder is not entered
+        if len(Path(folder).relative_to(info).parts) >= _METADATA_DEPTH:
+            folders.clear()  # licenses/ has a few levels; a deeper tree only costs the host
+        for name in names:
+            source = Path(folder) / name
+            if not stat.S_ISREG(source.lstat().st_mode):
+                continue
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(max(0, _METADATA_BYTES + 1 - total))
+            total += len(data) + 512  # a file costs a block at least: a million empty ones are refused too
+            if total > _METADATA_BYTES:
+                raise EnvironmentFailed(f"the snapshot's build: its metadata is over {_METADATA_BYTES >> 20} MiB")
+            target = dest / source.relative_to(info)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
 
 def _canonical(name: str) -> str:
@@ -253,38 +417,6 @@ def _project_name(snapshot: Path) -> str | None:
         if path.is_file() and (m := re.search(pattern, path.read_text(errors="replace"))):
             return _canonical(m.group(1))
     return None
-
-
-def _own_dists(venv: Path, source: Path, name: str | None) -> list[Path]:
-    """The .dist-info directories in `venv` of what was installed from the directory `source`
-    (PEP 610 direct_url.json), else of the distribution called `name`."""
-    infos = list(venv.glob("lib/python*/site-packages/*.dist-info"))
-    mine = []
-    for info in infos:
-        direct = info / "direct_url.json"
-        if direct.is_file() and json.loads(direct.read_text()).get("url", "").rstrip("/") == source.as_uri():
-            mine.append(info)
-    return mine or [i for i in infos if name and _canonical(i.name.split("-")[0]) == name]
-
-
-def _drop_code(info: Path) -> None:
-    """Delete what a distribution installed into site-packages (RECORD), but its own metadata;
-    scripts outside site-packages stay (they import the package, found on PYTHONPATH)."""
-    site, info = info.parent.resolve(), info.resolve()
-    emptied = set()
-    with (info / "RECORD").open(newline="") as record:
-        for row in csv.reader(record):
-            path = (site / row[0]).resolve() if row else site
-            if info in path.parents:
-                continue
-            if site in path.parents and path.is_file():
-                path.unlink()
-                emptied.add(path.parent)
-    for folder in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):  # not empty: something else lives there too
-            while folder != site and folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
-                folder = folder.parent
 
 
 def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:

@@ -9,8 +9,8 @@ this process stays root, only the command it starts is nobody.
     1. join the run's cgroups (memory, pids), so that every process started later counts;
        with `loopback`, bring the network namespace's own loopback up;
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
-       the snapshot at `workdir` as an overlay whose writes land in a size-limited tmpfs, the
-       run's `changes` written into it (as root, before anything of the repository runs; each
+       writable ones of `rw_paths`, the snapshot at `workdir` as an overlay whose writes land
+       in a size-limited tmpfs, the run's `changes` written into it (as root, before anything of the repository runs; each
        path through data/paths.py, no link followed), tmpfs /tmp and /dev/shm, a minimal
        /dev, a /proc of this PID namespace;
     3. chroot; start the command in `workdir` as uid/gid 65534 with no groups and the rlimits,
@@ -87,6 +87,8 @@ def build_root(spec: dict) -> Path:
                 (root / path.lstrip("/")).symlink_to(os.path.relpath(real, os.path.dirname(path)))
                 continue
             _bind(path, root / path.lstrip("/"))
+    for path in spec["rw_paths"]:  # after the read-only ones: a writable directory may lie inside one
+        _bind(path, root / path.lstrip("/"), writable=True)
     # The snapshot as an overlay: reads from disk, writes to a tmpfs the size of the file limit.
     upper = scratch / "upper"
     _tmpfs(upper, limits["file_mb"], mode="0755")

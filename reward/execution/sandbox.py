@@ -10,12 +10,13 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
 
     filesystem  a new root of its own: the snapshot at /testbed (an overlay: writes land in a
                 size-limited tmpfs, the snapshot on disk is never modified, and a fresh copy
-                costs one mount, not a copy of the repository), a private /tmp and /dev/shm
-                (tmpfs), /dev with null, zero,
-                random and urandom, a /proc of its own PID namespace; read-only: /usr, /lib*,
-                /bin, /sbin, /etc, and the interpreter's prefix and environment (`ro_paths`).
+                costs one mount, not a copy of the repository), the caller's `rw_paths`
+                (an environment build's output folder: the only writes that outlive it), a
+                private /tmp and /dev/shm (tmpfs), /dev with null, zero, random and urandom, a
+                /proc of its own PID namespace; read-only: /usr, /lib*, /bin, /sbin, /etc, and
+                the interpreter's prefix and environment (`ro_paths`).
                 The host's other files (home directories, the project, other runs) do not exist
-                there. Nothing it writes outlives it: there is no shared directory.
+                there. Nothing else it writes outlives it: no directory is shared with the host.
     changes     written by PID 1 as root before the command starts, each path checked by
                 data/paths.py on the host and again inside, every component opened without
                 following links (a link in the repository cannot send a write outside it).
@@ -42,8 +43,9 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
 How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
 `python -I -S reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
 builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
-chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself stays root). Root is needed (as on the
-machines this runs on: the trainer's nodes and CI); `available()` says why not where it is not.
+chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself stays root). Root is
+needed (as on the machines this runs on: the trainer's nodes and CI); `available()` says why
+not where it is not.
 """
 
 from __future__ import annotations
@@ -161,10 +163,13 @@ def run(
     limits: Limits = Limits(),
     workdir: str = "/testbed",
     loopback: bool = False,
+    rw_paths: Sequence[str | Path] = (),
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
-    interpreter's prefix, the environment). `env` is the whole environment of the command."""
+    interpreter's prefix, the environment); `rw_paths` the same, writable (what the code writes
+    there outlives it: only a directory the caller owns and reads back as hostile, e.g. an
+    environment build's output). `env` is the whole environment of the command."""
     why = available()
     if why is not None:
         raise SandboxUnavailable(why)
@@ -183,6 +188,7 @@ def run(
         "paths_module": str(Path(paths.__file__).resolve()),
         "report_fd": report_write,
         "ro_paths": [str(p) for p in ro_paths],
+        "rw_paths": [str(p) for p in rw_paths],
         "scratch": str(scratch),
         "workdir": workdir,
         "limits": asdict(limits),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -107,31 +109,68 @@ def test_a_project_whose_tests_download_their_data_gets_the_data_package_undated
 
 def test_the_own_distribution_loses_its_code_and_keeps_its_metadata(tmp_path):
     """The code under test is the snapshot's; the version and entry points stay readable (sqlfluff
-    reads its version with importlib.metadata at import time and finds its rules by entry point)."""
+    reads its version with importlib.metadata at import time and finds its rules by entry point).
+    The build's output was written by the snapshot's code: a link in it is never followed."""
     import importlib.metadata
 
-    site = tmp_path / "venv" / "lib" / "python3.9" / "site-packages"
-    info = site / "widget-1.2.dist-info"
+    out, site = tmp_path / "out", tmp_path / "venv" / "lib" / "python3.9" / "site-packages"
+    site.mkdir(parents=True)
     files = {
         "widget/__init__.py": "X = 'installed copy'\n",
-        "widget/sub/mod.py": "",
-        "shared/other.py": "",  # a folder another distribution also fills
+        "bin/widget": "#!python\n",
         "widget-1.2.dist-info/METADATA": "Metadata-Version: 2.1\nName: widget\nVersion: 1.2\n",
         "widget-1.2.dist-info/entry_points.txt": "[widget.plugins]\ncore = widget.core\n",
-        "widget-1.2.dist-info/direct_url.json": json.dumps({"url": (tmp_path / "src").as_uri(), "dir_info": {}}),
-        "../../../bin/widget": "#!python\n",
+        "widget-1.2.dist-info/licenses/LICENSE": "MIT\n",
+        "widget-1.2.dist-info/RECORD": "widget/__init__.py,,\n",
+        "widget-1.2.dist-info/licenses/a/b/c/d/DEEP": "a folder too deep is not entered\n",
     }
     for rel, text in files.items():
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_text(text)
-    (site / "shared" / "kept.py").write_text("")
-    (info / "RECORD").write_text("".join(f"{rel},sha256=x,1\n" for rel in files) + "widget-1.2.dist-info/RECORD,,\n")
-    assert environments._own_dists(tmp_path / "venv", tmp_path / "src", None) == [info]
-    environments._drop_code(info)
-    assert not (site / "widget").exists() and not (site / "shared" / "other.py").exists()
-    assert (site / "shared" / "kept.py").exists() and (tmp_path / "venv" / "bin" / "widget").exists()
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("host only\n")
+    (out / "widget-1.2.dist-info" / "leak").symlink_to(secret / "key")
+    (out / "widget-1.2.dist-info" / "folder").symlink_to(secret)
+    environments._install_metadata(out, site)
+    info = site / "widget-1.2.dist-info"
+    assert sorted(p.name for p in site.iterdir()) == ["widget-1.2.dist-info"]
+    assert sorted(str(p.relative_to(info)) for p in info.rglob("*")) == [
+        "METADATA",
+        "RECORD",
+        "entry_points.txt",
+        "licenses",
+        "licenses/LICENSE",
+    ]
     dist = importlib.metadata.PathDistribution(info)
     assert dist.version == "1.2" and [e.value for e in dist.entry_points] == ["widget.core"]
+    # One .dist-info folder, a real one: else the build is refused.
+    (out / "other-1.0.dist-info").mkdir()
+    with pytest.raises(environments.EnvironmentFailed, match="expected one .dist-info folder"):
+        environments._install_metadata(out, site)
+    for name in ("other-1.0.dist-info", "widget-1.2.dist-info"):
+        shutil.rmtree(out / name)
+    (out / "widget-1.2.dist-info").symlink_to(secret)
+    with pytest.raises(environments.EnvironmentFailed, match="expected one .dist-info folder"):
+        environments._install_metadata(out, site)
+
+
+def test_what_the_host_installs_is_a_requirement_of_the_index_by_name():
+    """The requirements a sandboxed build printed are hostile text: one with a URL or a path
+    would be built as root by uv; anything but a JSON list of requirements is refused."""
+    got = environments._requirements('["six>=1.0", "attrs[tests]; python_version >= \'3\'"]', "the snapshot's")
+    assert got == ["six>=1.0", 'attrs[tests]; python_version >= "3"']
+    for text, why in (
+        ('["evil @ file:///etc"]', "'evil @ file:///etc' installs from file:///etc, not from the index: refused"),
+        ('["x @ https://h/x.tar.gz"]', "installs from https://h/x.tar.gz"),
+        ('["--index-url=https://evil"]', "is not a requirement"),
+        ('{"six": 1}', "not a JSON list"),
+        ("[1]", "not a requirement: 1"),
+        ('["' + "a" * 2000 + '"]', "not a requirement"),
+        ("[" + ",".join(['"six"'] * 3000) + "]", "not a JSON list of at most 2000"),
+    ):
+        with pytest.raises(environments.EnvironmentFailed, match=re.escape(why)):
+            environments._requirements(text, "the snapshot's")
 
 
 def test_test_ids_name_the_environment_the_same_way_on_every_node():

@@ -1,0 +1,102 @@
+"""Building an environment for install="snapshot": the snapshot's setup.py runs in the sandbox,
+never on the host, and what it declares reaches the host only as checked requirement strings.
+
+Needs the sandbox (root) and PyPI (the declared dependencies are installed from it): skipped
+with the reason where either is absent.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from reward.execution import sandbox
+from reward.execution.environments import EnvironmentFailed, Environments, EnvSpec
+from reward.execution.sandbox import NOBODY
+
+
+@functools.cache
+def _no_pypi() -> str | None:
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/six/", timeout=5).close()
+    except OSError as exc:
+        return f"PyPI is not reachable: {exc}"
+    return None
+
+
+pytestmark = [
+    pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}"),
+    pytest.mark.skipif(_no_pypi() is not None, reason=str(_no_pypi())),
+]
+
+# Run by the build: it writes a marker at a host path (inside the sandbox that path is in its
+# own /tmp), and records who ran it in the metadata, which only running it can tell.
+SETUP_PY = """
+import os
+from pathlib import Path
+from setuptools import setup
+
+try:
+    Path({marker!r}).write_text("setup.py ran here")
+except OSError:  # in the sandbox: that folder is not there
+    pass
+setup(
+    name="widget",
+    version="1.2.3",
+    description=f"built as uid {{os.getuid()}}",
+    packages=["widget"],
+    install_requires={requires!r},
+    extras_require={{"test": ["iniconfig"], "unused": ["this-package-does-not-exist-xyz"]}},
+)
+"""
+
+
+def _snapshot(tmp_path: Path, requires: list[str]) -> tuple[Path, Path]:
+    snapshot, marker = tmp_path / "snapshot", tmp_path / "host" / "marker"
+    (snapshot / "widget").mkdir(parents=True)
+    marker.parent.mkdir()  # setup.py run on the host would write the marker
+    (snapshot / "widget" / "__init__.py").write_text("WHERE = 'snapshot'\n")
+    (snapshot / "setup.py").write_text(SETUP_PY.format(marker=str(marker), requires=requires))
+    for path in [snapshot, *snapshot.rglob("*")]:  # as snapshots.py leaves a snapshot
+        os.lchown(path, NOBODY, NOBODY)
+    return snapshot, marker
+
+
+def test_the_snapshot_is_built_in_the_sandbox_and_only_its_metadata_installed(tmp_path):
+    snapshot, marker = _snapshot(tmp_path, ["six", "tomli; python_version < '3'"])
+    spec = EnvSpec(python="3.11", install="snapshot", extras=("test",), requirements=("pytest",))
+    env = Environments(tmp_path / "envs").ensure(spec, snapshot)
+    assert not marker.exists()  # setup.py never ran on the host
+    (site,) = Path(env.python).parent.parent.glob("lib/python*/site-packages")
+    (info,) = site.glob("widget-*.dist-info")
+    metadata = (info / "METADATA").read_text()
+    assert info.name == "widget-1.2.3.dist-info" and "Summary: built as uid 65534" in metadata
+    assert not (site / "widget").exists()  # its code is the snapshot's, on PYTHONPATH
+    assert sorted(p.name for p in snapshot.iterdir()) == ["setup.py", "widget"]  # no build/, no egg-info
+    probe = (
+        "import importlib.metadata as m, six, iniconfig, widget; "
+        "print(m.version('widget'), widget.WHERE, widget.__file__); "
+        "print(sorted(d.metadata['Name'].lower() for d in m.distributions()))"
+    )
+    result = sandbox.run([env.python, "-c", probe], snapshot=snapshot, ro_paths=env.ro_paths, env=env.variables)
+    assert result.returncode == 0, result.stderr
+    first, names = result.stdout.splitlines()
+    assert first == "1.2.3 snapshot /testbed/widget/__init__.py"
+    # The declared dependency, the "test" extra's, the spec's runner and SEED; not the unused
+    # extra's nor the one whose marker does not hold.
+    assert {"six", "iniconfig", "pytest", "pip", "setuptools", "wheel", "widget"} <= set(eval(names))
+    assert not {"tomli", "this-package-does-not-exist-xyz"} & set(eval(names))
+
+
+@pytest.mark.parametrize("evil", ["evil @ file:///etc", "evil @ https://example.invalid/evil-1.0.tar.gz"])
+def test_a_declared_dependency_with_a_url_or_a_path_fails_the_build(tmp_path, evil):
+    snapshot, marker = _snapshot(tmp_path, ["six", evil])
+    envs = Environments(tmp_path / "envs")
+    with pytest.raises(EnvironmentFailed, match=r"the snapshot's requirements: 'evil ?@ (file|https)://") as exc:
+        envs.ensure(EnvSpec(python="3.11", install="snapshot"), snapshot)
+    assert "refused" in str(exc.value) and not marker.exists()
+    assert not (tmp_path / "envs" / envs.key(EnvSpec(python="3.11", install="snapshot"), snapshot)).exists()
