@@ -10,9 +10,9 @@ this process stays root, only the command it starts is nobody.
        with `loopback`, bring the network namespace's own loopback up;
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
        writable ones of `rw_paths`, the snapshot at `workdir` as an overlay whose writes land
-       in a size-limited tmpfs, the run's `changes` written into it (as root, before anything of the repository runs; each
-       path through data/paths.py, no link followed), tmpfs /tmp and /dev/shm, a minimal
-       /dev, a /proc of this PID namespace;
+       in a size-limited tmpfs, the run's `changes` written into it (as root, before anything
+       of the repository runs; each path through data/paths.py, no link followed), tmpfs /tmp
+       and /dev/shm, a minimal /dev, a /proc of this PID namespace;
     3. chroot; start the command in `workdir` as uid/gid 65534 with no groups and the rlimits,
        with a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
     4. read the report (at most `report_bytes`) while the command runs, then send it to the
