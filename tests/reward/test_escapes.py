@@ -116,18 +116,18 @@ def test_a_copy_from_a_host_file_does_not_read_it(runner, tmp_path, target):  # 
 def test_a_patch_cannot_poison_the_snapshot_cache(tmp_path, how):
     """A path aimed at the runner's snapshot of the instance: were it written, the fix would be
     in the base commit for every later run (an empty patch would resolve)."""
-    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache"), wall_s=20.0, memory_mb=256, pids=64,
+    fresh = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache"), wall_s=20.0, memory_mb=256, pids=64,
                                     file_mb=16, output_kb=64, cpu_s=30))  # fmt: skip
     inst = _instance()
-    snapshot = runner.snapshots.path(inst, EnvSpec())
+    snapshot = fresh.snapshots.path(inst, EnvSpec())
     before = snapshot_of(snapshot)
     fixed = apply_patch(inst.code_context, inst.patch)[MONTHS]
     target = snapshot / MONTHS
     path = f"/{target}" if how == "absolute" else UP + str(target).lstrip("/")
-    run = runner.run(TestJob(inst, new_file(path, fixed)))
+    run = fresh.run(TestJob(inst, new_file(path, fixed)))
     assert_refused(run)
     assert snapshot_of(snapshot) == before
-    later = runner.run(TestJob(inst, ""))  # the base commit with the test patch: the bug is there
+    later = fresh.run(TestJob(inst, ""))  # the base commit with the test patch: the bug is there
     assert later.status == "ok" and later.resolved is False, (later.status, later.outcomes)
 
 
@@ -214,7 +214,7 @@ def test_a_report_symlinked_to_a_host_file_does_not_read_it(runner, tmp_path, co
 def test_a_flood_into_the_report_directory_lands_nowhere_on_the_host(tmp_path):
     """3 x 120 MB written where the report went: no such directory (or one the code cannot
     write), so the host's disk and the harness's memory see none of it."""
-    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache"), wall_s=60.0, memory_mb=512, pids=64,
+    fresh = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache"), wall_s=60.0, memory_mb=512, pids=64,
                                     file_mb=128, output_kb=64, cpu_s=60))  # fmt: skip
     flood = """
 import os
@@ -228,7 +228,7 @@ for _i in range(3):
         pass
 """
     patch = candidate({MONTHS: months_running(flood)})
-    runner.run(TestJob(_instance(), ""))  # the snapshot, made before the measurement
+    fresh.run(TestJob(_instance(), ""))  # the snapshot, made before the measurement
     free_before = shutil.disk_usage(tempfile.gettempdir()).free
     lowest = [free_before]
     done = threading.Event()
@@ -241,7 +241,7 @@ for _i in range(3):
     dirs_before, peak_before = _sandbox_dirs(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     watcher.start()
     try:
-        run = runner.run(TestJob(_instance(), patch))
+        run = fresh.run(TestJob(_instance(), patch))
     finally:
         done.set()
         watcher.join()

@@ -352,7 +352,7 @@ FIXED_COPY = (
                 "tests/calspan/months.py": FIXED_COPY,
             },
             "tests/calspan/months.py",
-        ),  # fmt: skip
+        ),
     ],
     ids=["same-test-file", "tests/calspan shadow", "tests/helpers + shadow"],
 )
@@ -431,7 +431,7 @@ def test_an_unreadable_report_is_a_status_not_a_crash(runner, name):  # noqa: F8
         {
             "usercustomize.py": "import os\nos.environ['PYTEST_PLUGINS'] = 'forged_plugin'\n",
             "forged_plugin.py": FORCE_PASS_PLUGIN,
-        },  # fmt: skip
+        },
         {
             "forged.pth": "import os; os.environ['PYTEST_PLUGINS'] = 'forged_plugin'\n",
             "forged_plugin.py": FORCE_PASS_PLUGIN,
