@@ -45,3 +45,67 @@ def test_a_killed_runner_is_replaced_and_its_job_redone(local_ray, tmp_path):
         assert ray.get(pool.actor.runner_handles.remote())[0] != victim
     finally:
         pool.shutdown()
+
+
+def _bad_report_job(inst: Instance, job_id: str) -> TestJob:
+    """A candidate whose code under test garbles the report at exit (tests/reward/test_forgery.py)."""
+    from tests.reward.test_forgery import GARBAGE, MONTHS, candidate, garbage_report, months_running
+
+    patch = candidate({MONTHS: months_running(garbage_report(GARBAGE["binary garbage"]))})
+    return TestJob(inst, patch, job_id=job_id)
+
+
+def test_an_unreadable_report_does_not_stall_the_pool_or_its_batch(local_ray, tmp_path):
+    """One runner: the hostile job, a gold job in the same batch, then one more. The runner
+    must come back to the pool after the hostile job (a job that raises in the runner would
+    keep its runner out of the idle queue for good)."""
+    inst = next(i for i in map(Instance.from_row, load_demo_rows()) if i.instance_id == "demo__calspan-3")
+    pool = TestPool(ExecutionConfig(num_runners=1, num_cpus=0.5, cache_dir=str(tmp_path), wall_s=30.0))
+    try:
+        refs = [
+            pool.actor.run.remote(_bad_report_job(inst, "hostile")),
+            pool.actor.run.remote(TestJob(inst, inst.patch, job_id="gold")),
+        ]
+        hostile, gold = ray.get(refs, timeout=120)
+        assert hostile.resolved is not True and hostile.status in ("bad_report", "tampered"), (
+            hostile.status,
+            hostile.reason,
+        )
+        assert gold.status == "ok" and gold.resolved is True, (gold.status, gold.reason)
+        after = ray.get(pool.actor.run.remote(TestJob(inst, inst.patch, job_id="after")), timeout=120)
+        assert after.status == "ok" and after.resolved is True, (after.status, after.reason)
+    finally:
+        pool.shutdown()
+
+
+def _answer(path: str) -> str:
+    return (
+        "<think>add a helper</think>\n<solution>\n```python\n"
+        f"### {path}\n<<<<<<< SEARCH\n\n=======\nx = 1\n>>>>>>> REPLACE\n```\n</solution>"
+    )
+
+
+@pytest.mark.parametrize("kind", ["tests", "hybrid"])
+def test_an_unsafe_answer_path_is_malformed_for_the_kinds_that_run_tests(local_ray, tmp_path, kind):
+    """SEARCH/REPLACE paths that are not plain relative paths: -1 before any test runs, and
+    nothing is written on the host (today the harness writes `{tmp_path}/abs.py` as root)."""
+    from conf.config import RewardConfig
+    from reward.kinds import make_reward
+
+    inst = next(i for i in map(Instance.from_row, load_demo_rows()) if i.instance_id == "demo__calspan-3")
+    host = tmp_path / "host"
+    host.mkdir()
+    paths = ["../x.py", f"{host}/abs.py", "./a.py", "a//b.py"]
+    reward = make_reward(
+        RewardConfig(
+            kind=kind, execution=ExecutionConfig(num_runners=1, num_cpus=0.5, cache_dir=str(tmp_path / "cache"))
+        )
+    )
+    try:
+        state = reward.prepare(inst)
+        results = reward.score_batch([(state, _answer(p)) for p in paths])
+    finally:
+        reward.shutdown()
+    for path, result in zip(paths, results, strict=True):
+        assert result.reward == -1.0 and "unsafe path" in (result.error or ""), (path, result)
+    assert list(host.iterdir()) == []
