@@ -16,13 +16,56 @@ read-only; nothing of the repository runs before it has set up:
                  (SWE_RL_REPORT_FD): nothing is left in a file for the tested code to rewrite at
                  exit, and a final {"exit": code} line says the session ended by itself.
 
+    integrity    the functions through which pytest turns a test into its report (WATCHED)
+                 are noted before any repository code is imported; when one has been replaced
+                 (or its code swapped) by the time a test is reported, or a hook that decides
+                 outcomes comes from a repository module that is not a conftest.py, a
+                 {"tampered": why} line says so and the run is "tampered".
+
 The tested code shares this process, so it can still write into the pipe or patch pytest in
-memory; the runner's canary tests (runner.py, report.py) detect that: see docs/security.md.
+ways these checks do not see; the runner's canary tests (runner.py, report.py) catch what
+forges wholesale: see docs/security.md for what is left.
 """
 
 import json
 import os
 import sys
+
+# pytest's path from a test to its report, across pytest 4-8 (a name a version lacks is skipped).
+WATCHED = (
+    "_pytest.runner:runtestprotocol",
+    "_pytest.runner:call_and_report",
+    "_pytest.runner:call_runtest_hook",
+    "_pytest.runner:check_interactive_exception",
+    "_pytest.runner:pytest_runtest_call",
+    "_pytest.runner:pytest_runtest_makereport",
+    "_pytest.runner:CallInfo.from_call",
+    "_pytest.runner:CallInfo.__init__",
+    "_pytest.reports:TestReport.from_item_and_call",
+    "_pytest.reports:TestReport.__init__",
+    "_pytest.reports:BaseReport.passed",
+    "_pytest.reports:BaseReport.failed",
+    "_pytest.python:pytest_pyfunc_call",
+    "_pytest.python:Function.runtest",
+    "_pytest.main:pytest_runtestloop",
+    "_pytest.skipping:pytest_runtest_makereport",
+    "pluggy._callers:_multicall",
+    "pluggy.callers:_multicall",
+    "pluggy._hooks:_HookCaller.__call__",
+    "pluggy._hooks:HookCaller.__call__",
+    "pluggy.hooks:_HookCaller.__call__",
+    "pluggy._manager:PluginManager._hookexec",
+    "pluggy.manager:PluginManager._hookexec",
+)
+# Hooks whose implementations decide a test's outcome or its report.
+OUTCOME_HOOKS = (
+    "pytest_runtest_protocol",
+    "pytest_runtest_call",
+    "pytest_pyfunc_call",
+    "pytest_runtest_makereport",
+    "pytest_runtest_logreport",
+    "pytest_report_teststatus",
+)
 
 
 def _emit(fd, record):
@@ -39,14 +82,76 @@ def _message(report):
     return lines[0][:240] if lines else ""
 
 
+def _watched():
+    """{name: (the object, its code)} for every WATCHED name this pytest has."""
+    import importlib
+
+    found = {}
+    for name in WATCHED:
+        module_name, _, attrs = name.partition(":")
+        try:
+            owner = importlib.import_module(module_name)
+            *path, attr = attrs.split(".")
+            for part in path:
+                owner = vars(owner)[part]
+            value = vars(owner)[attr]
+        except (ImportError, KeyError):
+            continue
+        func = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
+        found[name] = (value, owner, attr, getattr(func, "__code__", None))
+    return found
+
+
+def _changed(watched):
+    """The first WATCHED name whose object or code is no longer what it was."""
+    for name, (value, owner, attr, code) in watched.items():
+        now = vars(owner).get(attr)
+        func = getattr(now, "__func__", None) or getattr(now, "fget", None) or now
+        if now is not value or getattr(func, "__code__", None) is not code:
+            return name
+    return None
+
+
 class Recorder:
     """A pytest plugin registered by the harness: every setup/call/teardown and collection
-    report, as it happens."""
+    report, as it happens, and whether pytest's machinery was tampered with."""
 
-    def __init__(self, fd):
-        self.fd = fd
+    def __init__(self, fd, roots):
+        self.fd, self.roots = fd, tuple(os.path.join(r, "") for r in roots)
+        self.watched = _watched()
+        self.config = None
+        self.tampered = False
+
+    def pytest_configure(self, config):
+        self.config = config
+
+    def check(self):
+        """Emit one {"tampered": why} line the first time something is found."""
+        if self.tampered:
+            return
+        why = _changed(self.watched)
+        if why is not None:
+            why = "pytest's " + why + " was replaced"
+        elif self.config is not None:
+            why = self._repository_hook()
+        if why is not None:
+            self.tampered = True
+            _emit(self.fd, {"tampered": why})
+
+    def _repository_hook(self):
+        """A hook deciding outcomes that a repository module (not a conftest.py) implements."""
+        hooks = self.config.pluginmanager.hook if self.config is not None else None
+        for hook in OUTCOME_HOOKS:
+            caller = getattr(hooks, hook, None)
+            for impl in caller.get_hookimpls() if caller is not None else ():
+                code = getattr(impl.function, "__code__", None)
+                where = getattr(code, "co_filename", "")
+                if where.startswith(self.roots) and os.path.basename(where) != "conftest.py":
+                    return hook + " is implemented in " + where
+        return None
 
     def pytest_runtest_logreport(self, report):
+        self.check()
         record = {"id": report.nodeid, "when": report.when, "outcome": report.outcome}
         if hasattr(report, "wasxfail"):
             record["xfail"] = True
@@ -68,7 +173,14 @@ def main():
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
     import pytest
 
-    code = pytest.main(sys.argv[1:], plugins=[Recorder(fd)])
+    own = os.path.abspath(pytest.__file__)
+    # Where the repository is the runner (pytest's own repository), its code is pytest's:
+    # nothing of it can be held to the versions noted here.
+    recorder = Recorder(fd, [] if any(own.startswith(os.path.join(p, "")) for p in paths) else paths)
+    if not recorder.roots:
+        recorder.watched = {}
+    code = pytest.main(sys.argv[1:], plugins=[recorder])
+    recorder.check()
     _emit(fd, {"exit": int(code)})
     return int(code)
 

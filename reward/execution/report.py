@@ -11,12 +11,15 @@ collection failed; else "skipped" if a phase was skipped (an expected failure co
 skipped); else "passed" if its call passed. Only "passed" counts as passing.
 
 Canaries: the runner adds a test file of its own after every patch (random names, in the
-folder of the last test file), with one test that must pass and one that must fail. Code that
-forges outcomes wholesale (every test passed, failures stripped, the session cut short, a
-report written by someone else) cannot show both right without knowing which is which; a
-report in which they do not show exactly "passed" and "failed" is `Tampered`. A report in
-which no test ran at all (a collection error interrupts pytest before the first) is not
-checked: with no test passed, it cannot resolve anything.
+folder of the last test file), with one test that must pass and one that must fail, both
+through a helper module at the top of the repository's import path (so a canary fails from a
+repository frame, as a real test does). Code that forges outcomes wholesale (every test
+passed, failures stripped, failures from the repository's code passed, the session cut short,
+a report written by someone else) cannot show both right without knowing which is which; a
+report in which they do not show exactly "passed" and "failed" is `Tampered`, and so is one
+in which the recorder saw pytest's machinery replaced (bootstrap.py's integrity check). A
+report in which no test ran at all (a collection error interrupts pytest before the first) is
+not checked: with no test passed, it cannot resolve anything.
 """
 
 from __future__ import annotations
@@ -44,13 +47,14 @@ class Report:
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of why (some)
     exit_code: int | None = None  # pytest's; None when the session did not end by itself
     ran: bool = False  # whether any test reached its setup (a collection error interrupts first)
+    tampered: str | None = None  # what the recorder found changed in pytest (bootstrap.py)
 
 
 def parse(stream: bytes, failure_limit: int = 200) -> Report:
     """The report in `stream`; BadReport when a line is not one the recorder writes."""
     phases: dict[str, dict[str, str]] = {}
     failures: dict[str, str] = {}
-    exit_code = None
+    exit_code, tampered = None, None
     for number, line in enumerate(stream.splitlines(), start=1):
         if exit_code is not None:
             raise BadReport(f"line {number}: a record after the session's end")
@@ -61,6 +65,9 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
         if isinstance(record, dict) and set(record) == {"exit"} and type(record["exit"]) is int:
             exit_code = record["exit"]
             continue
+        if isinstance(record, dict) and set(record) == {"tampered"}:
+            tampered = tampered or str(record["tampered"])[:300]
+            continue
         test_id, when, outcome = _fields(record, number)
         if when in phases.setdefault(test_id, {}):
             raise BadReport(f"line {number}: {test_id} reported its {when} twice")
@@ -69,7 +76,7 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
             failures.setdefault(test_id, str(record.get("message", ""))[:240] or when)
     outcomes = {test_id: result for test_id, seen in phases.items() if (result := _outcome(seen)) is not None}
     ran = any(when != "collect" for seen in phases.values() for when in seen)
-    return Report(outcomes, failures, exit_code, ran)
+    return Report(outcomes, failures, exit_code, ran, tampered)
 
 
 def _fields(record: object, number: int) -> tuple[str, str, str]:
@@ -93,22 +100,36 @@ def _outcome(seen: dict[str, str]) -> str | None:
 
 @dataclass(frozen=True)
 class Canaries:
-    path: str  # repository-relative path of the canary file
-    passing: str  # function names
+    path: str  # repository-relative path of the canary test file
+    passing: str  # its two test functions
     failing: str
+    helper: str  # repository-relative path of the module whose function both call
 
     @classmethod
-    def beside(cls, tests: list[str]) -> Canaries:
-        """Fresh random names, in the folder of the last test file (the same conftest and
-        package as the tests, and collected last)."""
+    def beside(cls, tests: list[str], import_root: str = ".") -> Canaries:
+        """Fresh random names: the test file in the folder of the last test file (the same
+        conftest and package as the tests, and collected last), its helper at the top of the
+        repository's import path, outside the test folders, so that a canary's failure is
+        raised from a repository module as a real test's failure is (code that passes only
+        failures raised outside the tests folder would pass the canary too)."""
         folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(".")
         names = [f"test_{secrets.token_hex(6)}" for _ in range(3)]
         path = str(folder / f"{names[0]}.py") if str(folder) != "." else f"{names[0]}.py"
-        return cls(path, names[1], names[2])
+        module = f"_{secrets.token_hex(6)}.py"
+        helper = module if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}"
+        return cls(path, names[1], names[2], helper)
 
-    def source(self) -> str:
+    def files(self) -> dict[str, str]:
+        """The canary test file and its helper module, by path."""
         a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
-        return f"def {self.passing}():\n    assert {a} == {a}\n\n\ndef {self.failing}():\n    assert {a} == {b}\n"
+        check = f"check_{secrets.token_hex(4)}"
+        module = PurePosixPath(self.helper).stem
+        test = (
+            f"from {module} import {check}\n\n\n"
+            f"def {self.passing}():\n    {check}({a}, {a})\n\n\n"
+            f"def {self.failing}():\n    {check}({a}, {b})\n"
+        )
+        return {self.path: test, self.helper: f"def {check}(left, right):\n    assert left == right\n"}
 
     def ids(self, outcomes: dict[str, str]) -> dict[str, str]:
         """The canaries' node ids in a report (found by file name and function: pytest's
@@ -120,6 +141,8 @@ class Canaries:
         """The report's outcomes without the canaries; Tampered unless they show exactly
         passed and failed. A session that ran no test (pytest stops at a collection error
         before running any) has nothing to check: none of its tests passed."""
+        if report.tampered:
+            raise Tampered(f"the recorder found the test machinery changed: {report.tampered}")
         if not report.ran:
             return dict(report.outcomes)
         found = self.ids(report.outcomes)

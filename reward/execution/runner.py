@@ -13,14 +13,9 @@ by pytest in the sandbox (sandbox.py); outcomes are read from the harness's repo
 
 Nothing the candidate writes decides its verdict (the threat model: docs/security.md):
 
-    guarded files   the candidate's changes to files pytest honours (GUARDED: any conftest.py,
-                    pytest.ini, .pytest.ini, tox.ini, setup.cfg, pyproject.toml,
-                    sitecustomize.py, usercustomize.py; pytest's default test files test_*.py
-                    and *_test.py; a top-level pytest.py or _pytest/) are not applied: the run
-                    sees the base commit's, and `TestRun.guarded` names them. Restored rather
-                    than rejected: a real fix may also touch setup.cfg or pyproject.toml, and
-                    the cost of dropping such a change is at most a test that the fix needed
-                    and the base config did not give; the forgery it closes is certain.
+    guarded files   the candidate's changes to files pytest or Python honours (conftest.py,
+                    ini files, test files, compiled files, stdlib shadows, ...: guard.py) are
+                    not applied: the run sees the base commit's, `TestRun.guarded` names them
     the test patch  the files it touches are restored from the snapshot before it is applied
                     (as SWE-bench does), so a candidate's edits elsewhere in them do not survive
     the runner      started by the harness's bootstrap (`python -s -B`, the repository after
@@ -53,7 +48,6 @@ canaries were wrong), "error" (the runner itself failed on the job; the reason s
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import time
 from dataclasses import dataclass, field
@@ -66,6 +60,7 @@ from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
 from reward.execution import sandbox
 from reward.execution.environments import EnvironmentFailed, Environments, EnvSpec, InterpreterUnavailable
+from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
@@ -75,21 +70,6 @@ BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted r
 # --tb=line: one line per failure on the console; a real suite's hundreds of full tracebacks
 # (requests' network tests in the sandbox) would pass the output cap.
 PYTEST_ARGS = ("-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
-# Files pytest (or Python at start-up) honours: a candidate's version of them is never applied.
-GUARDED_NAMES = frozenset(
-    {
-        "conftest.py",
-        "pytest.ini",
-        ".pytest.ini",
-        "tox.ini",
-        "setup.cfg",
-        "pyproject.toml",
-        "sitecustomize.py",
-        "usercustomize.py",
-    }
-)
-GUARDED_PATTERNS = ("test_*.py", "*_test.py")  # pytest's default python_files
-GUARDED_TOP = ("pytest.py", "_pytest")  # would shadow the runner where the repository leads sys.path
 
 
 @dataclass(frozen=True)
@@ -198,14 +178,15 @@ class Runner:
         own_tests = job.test_patch is None and not job.tests
         test_patch = inst.test_patch if own_tests else job.test_patch
         try:
-            changes, guarded = patched_files(snapshot, job.patch, test_patch or "")
+            tests = list(job.tests) or test_files(test_patch)
+            roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
+            changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots)
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
-        tests = list(job.tests) or test_files(test_patch)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s, guarded=guarded)
-        canaries = Canaries.beside(tests)
-        changes[canaries.path] = canaries.source()  # after every patch: nothing of theirs replaces it
+        canaries = Canaries.beside(tests, spec.pythonpath[0] if spec.pythonpath else ".")
+        changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
         argv = [env.python, "-s", "-B", BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path]
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
@@ -243,24 +224,15 @@ class Runner:
         return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
 
 
-def is_guarded(path: str) -> bool:
-    """Whether a candidate's change to `path` is never applied (GUARDED_*; the module docstring)."""
-    name = PurePosixPath(path).name
-    return (
-        name in GUARDED_NAMES
-        or any(fnmatch.fnmatchcase(name, pattern) for pattern in GUARDED_PATTERNS)
-        or path.split("/", 1)[0] in GUARDED_TOP
-    )
-
-
 def patched_files(
-    snapshot: Path, candidate: str, test_patch: str = ""
+    snapshot: Path, candidate: str, test_patch: str = "", roots: tuple[str, ...] = (".",)
 ) -> tuple[dict[str, str | None], tuple[str, ...]]:
     """New content of every file the patches touch (None = deleted), and the candidate's
-    guarded paths that were left out. The candidate is applied to the snapshot; the test patch
-    to the snapshot's version of every file it touches and the candidate's of the rest."""
+    guarded paths that were left out (guard.py; `roots`: the folders the tests import from).
+    The candidate is applied to the snapshot; the test patch to the snapshot's version of
+    every file it touches and the candidate's of the rest."""
     changes = _applied(snapshot, candidate, {})
-    guarded = tuple(sorted(rel for rel in changes if is_guarded(rel)))
+    guarded = tuple(sorted(rel for rel in changes if is_guarded(rel, read_beneath(snapshot, rel) is None, roots)))
     for rel in guarded:
         del changes[rel]
     if test_patch.strip():

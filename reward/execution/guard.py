@@ -1,0 +1,66 @@
+"""Which of a candidate's files the test run never sees: those that could decide its verdict.
+
+A candidate patch is code a policy wrote to be rewarded, so any file it can write that pytest
+or Python honours before or around the tests is a way to forge the verdict instead of fixing
+the bug (docs/security.md). Such files are not applied: the run sees the base commit's version
+(and the test patch's), and `TestRun.guarded` names them. Restored rather than rejected: a
+real fix may also touch setup.cfg or pyproject.toml, and dropping that change costs at most a
+test the fix needed and the base configuration did not give, while the forgery it closes is
+certain. SWE-bench's harness honours all of them.
+
+    always      pytest's configuration and plugins wherever they are (conftest.py, pytest.ini,
+                .pytest.ini, tox.ini, setup.cfg, pyproject.toml: pytest looks for them upwards
+                from the test files); start-up hooks (sitecustomize.py, usercustomize.py);
+                pytest's default test files (test_*.py, *_test.py: the tests are the test
+                patch's and the base commit's, never the candidate's); compiled files
+                (__pycache__/, .pyc, .pyo, .so, .pyd: Python loads an unchecked-hash .pyc or an
+                extension module before the source beside it); a top-level pytest.py or
+                _pytest/ (a runner of the candidate's own)
+    if created  a new file in a test folder (data/diffs.is_test_path: tests/helpers.py, or
+                tests/pkg/mod.py that shadows the package through pytest's rootdir insertion);
+                a new module named after a standard-library module (datetime.py, json/) at a
+                folder the test process imports from (the root, the environment's
+                `pythonpath`, the test files' folders): the tests' own imports would get it
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from data.diffs import is_test_path
+
+NAMES = frozenset(
+    {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"}
+    | {"sitecustomize.py", "usercustomize.py"}
+)
+PATTERNS = ("test_*.py", "*_test.py", "*.pyc", "*.pyo", "*.so", "*.pyd")
+TOP = ("pytest.py", "_pytest")
+STDLIB = frozenset(sys.stdlib_module_names)
+
+
+def is_guarded(path: str, created: bool, roots: Iterable[str] = (".",)) -> bool:
+    """Whether a candidate's change to `path` is not applied (the module docstring). `created`:
+    the base commit has no such file; `roots`: repository folders on the tests' import path."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1]
+    if name in NAMES or "__pycache__" in parts or parts[0] in TOP:
+        return True
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in PATTERNS):
+        return True
+    if not created:
+        return False
+    return is_test_path(path) or any(_module_at(path, root) in STDLIB for root in roots)
+
+
+def _module_at(path: str, root: str) -> str | None:
+    """The top-level module `path` defines when `root` is on sys.path (x.py -> x, x/y.py -> x)."""
+    prefix = "" if root in ("", ".") else root.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        return None
+    first, _, rest = path[len(prefix) :].partition("/")
+    if rest:
+        return first
+    return first[:-3] if first.endswith(".py") else None
