@@ -99,9 +99,10 @@ def read_beneath(root: str | Path, rel: str) -> bytes | None:
             if exc.errno == errno.ELOOP:
                 raise UnsafePath(f"unsafe path {rel!r}: a symbolic link") from None
             raise
+        if not stat.S_ISREG(os.fstat(file).st_mode):  # a directory, a fifo, a device
+            os.close(file)
+            return None
         with os.fdopen(file, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             return handle.read()
     finally:
         os.close(fd)

@@ -131,6 +131,31 @@ def test_a_patch_cannot_poison_the_snapshot_cache(tmp_path, how):
     assert later.status == "ok" and later.resolved is False, (later.status, later.outcomes)
 
 
+@needs_sandbox
+@pytest.mark.parametrize("how", ["write through", "read through"])
+def test_a_link_in_the_repository_carries_no_byte_across(tmp_path, how):
+    """A clean path can still leave the tree through a link the repository itself holds (a
+    cloned repository may have `docs -> /etc`): no link is followed, on the host or inside."""
+    fresh = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache"), wall_s=20.0, memory_mb=256, pids=64,
+                                    file_mb=16, output_kb=64, cpu_s=30))  # fmt: skip
+    inst = _instance()
+    snapshot = fresh.snapshots.path(inst, EnvSpec())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("HOSTSECRET_41c2 = 1\n")
+    os.symlink(outside, snapshot / "calspan" / "vendor")
+    if how == "write through":
+        patch = new_file("calspan/vendor/planted.py", "x = 1\n")
+    else:
+        patch = edit_file("calspan/vendor/secret.py", "HOSTSECRET_41c2 = 1", "y = 2")
+    run = fresh.run(TestJob(inst, patch))
+    assert_refused(run)
+    assert (
+        sorted(os.listdir(outside)) == ["secret.py"] and (outside / "secret.py").read_text() == "HOSTSECRET_41c2 = 1\n"
+    )
+    assert "HOSTSECRET_41c2" not in repr(run)
+
+
 # --- 2. Paths in SEARCH/REPLACE answers (the training reward) -------------------------------
 
 
