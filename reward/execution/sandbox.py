@@ -237,11 +237,15 @@ def run(
     if killed is None and oom:
         killed = "memory"
     code = None if killed in ("timeout", "output") else proc.returncode
-    # PID 1's first byte: "R" then the report, or "O" when the report passed report_bytes.
-    report = relayed[1:] if relayed[:1] == b"R" and len(relayed) <= limits.report_bytes + 1 else None
+    return SandboxResult(code, killed, round(time.monotonic() - start, 3), out, err, _report(relayed, limits))
+
+
+def _report(relayed: bytes, limits: Limits) -> bytes | None:
+    """What PID 1 relayed (inside.py): "R" then the report, or "O" when the report passed
+    `report_bytes`; nothing at all when PID 1 never got that far (b"": no report)."""
     if not relayed:
-        report = b""
-    return SandboxResult(code, killed, round(time.monotonic() - start, 3), out, err, report)
+        return b""
+    return relayed[1:] if relayed[:1] == b"R" and len(relayed) <= limits.report_bytes + 1 else None
 
 
 def _collect(

@@ -442,6 +442,19 @@ for _name in os.listdir("/proc/self/fd"):
 """
 
 
+def test_a_report_past_its_cap_is_a_status(runner):  # noqa: F811
+    # The channel is found from the process's first environment (bootstrap.py pops the variable
+    # from os.environ, not from /proc/self/environ); 9 MiB pass the 8 MiB that PID 1 keeps.
+    code = """
+import os
+_env = dict(v.split("=", 1) for v in open("/proc/self/environ").read().split("\\0") if "=" in v)
+os.write(int(_env["SWE_RL_REPORT_FD"]), b"x" * (9 << 20))
+"""
+    run = run_candidate(runner, {MONTHS: months_running(code)})
+    assert_not_forged(run)
+    assert run.status == "bad_report" and "bytes" in (run.reason or ""), (run.status, run.reason)
+
+
 @pytest.mark.parametrize("name", list(GARBAGE))
 def test_an_unreadable_report_is_a_status_not_a_crash(runner, name):  # noqa: F811
     run = run_candidate(runner, {MONTHS: months_running(garbage_report(GARBAGE[name]))})

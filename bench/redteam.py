@@ -1,0 +1,123 @@
+"""The red team's figures: attempts per class of attack, and how many forged or escaped.
+
+    python bench/redteam.py [--against REV]
+
+Runs the adversarial tests (each test is one attempt: a hostile patch, answer, report or build
+run through the real Runner, sandbox, reward kinds or pool) and prints, per class of
+docs/security.md, the attempts and how many got through: a failed test is an attempt that
+forged a verdict, reached the host or stalled the pool (the tests assert exactly that). With
+`--against REV` the same attack files (not the unit tests of new modules) also run against the
+harness of git revision REV (a temporary worktree), which shows how many each class forged
+before the fix.
+
+The last line reads `red team: N attempts, F forged or escaped`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = (
+    "tests/reward/test_escapes.py",
+    "tests/reward/test_forgery.py",
+    "tests/reward/test_containment.py",
+    "tests/reward/test_env_build.py",
+    "tests/data/test_paths.py",
+    "tests/actors/test_test_pool.py",
+)
+# Test function name (a prefix) -> class of attack (docs/security.md, issue 24's numbering).
+CLASSES = (
+    ("test_a_patch_path", "1 paths in a diff"),
+    ("test_a_rename", "1 paths in a diff"),
+    ("test_a_copy", "1 paths in a diff"),
+    ("test_a_patch_cannot_poison", "1 paths in a diff"),
+    ("test_a_link_in_the_repository", "1 paths in a diff"),
+    ("test_a_patch_naming", "1 paths in a diff"),
+    ("test_a_path_that_is_not", "1 paths in a diff"),
+    ("test_reads_writes", "1 paths in a diff"),
+    ("test_the_sandbox_follows_no_link", "1 paths in a diff"),
+    ("test_an_unsafe_answer_path", "1 paths in an answer"),
+    ("test_a_nul_in_an_answer", "1 paths in an answer"),
+    ("test_a_report_symlinked", "3 the report's place on the host"),
+    ("test_a_flood", "3 the report's place on the host"),
+    ("test_the_snapshot_is_built", "4 builds on the host"),
+    ("test_a_declared_dependency", "4 builds on the host"),
+    ("test_a_file_pytest_honours", "5 files pytest honours"),
+    ("test_the_gold_patch_still", "5 files pytest honours"),
+    ("test_a_stdlib_module", "5 files pytest honours"),
+    ("test_a_report_forced", "6 the report from inside"),
+    ("test_a_plugin_registered", "6 the report from inside"),
+    ("test_a_report_written", "6 the report from inside"),
+    ("test_forged_lines", "6 the report from inside"),
+    ("test_test_files_come", "7 test files beside the test patch"),
+    ("test_an_unreadable_report", "8 reports that break the pool"),
+    ("test_a_report_past_its_cap", "8 reports that break the pool"),
+    ("test_held_defences", "held: defences that held before"),
+    ("", "held: defences that held before"),  # test_containment's and the rest
+)
+_LINE = re.compile(r"^(\S+?)::(\w+)(\[.*\])? (PASSED|FAILED|ERROR|SKIPPED)")
+
+
+def run(root: Path) -> Counter[tuple[str, str]]:
+    """(class, outcome) counts of the red-team tests in the tree `root`, run on its harness."""
+    files = [str(root / f) for f in FILES if (root / f).exists()]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", f"--rootdir={root}", *files],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "HOME": str(Path.home())},
+    )
+    counts: Counter[tuple[str, str]] = Counter()
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line.split(" - ")[0])
+        if m and m.group(4) != "SKIPPED":
+            name = m.group(2)
+            if "test_test_pool" in m.group(1) and not name.startswith(("test_an_unreadable", "test_an_unsafe")):
+                continue  # the pool's other tests are not attacks
+            kind = next(label for prefix, label in CLASSES if name.startswith(prefix))
+            counts[kind, "held" if m.group(4) == "PASSED" else "through"] += 1
+    return counts
+
+
+def table(counts: Counter[tuple[str, str]], title: str) -> tuple[int, int]:
+    print(f"{title}\n{'class':40} {'attempts':>8} {'forged or escaped':>18}")
+    total = through = 0
+    for kind in sorted({k for k, _ in counts}):
+        held, bad = counts[kind, "held"], counts[kind, "through"]
+        print(f"{kind:40} {held + bad:8d} {bad:18d}")
+        total, through = total + held + bad, through + bad
+    return total, through
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", help="also run the tests against the harness of this git revision")
+    args = parser.parse_args()
+    if args.against:
+        with tempfile.TemporaryDirectory() as tmp:
+            old = Path(tmp) / "old"
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(old), args.against], check=True
+            )
+            try:
+                for name in FILES[:-2]:  # the attacks; test_paths and the pool module test new code
+                    (old / name).write_text((ROOT / name).read_text())
+                table(run(old), f"the harness of {args.against} (the same attacks):")
+            finally:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+        print()
+    total, through = table(run(ROOT), "this harness:")
+    print(f"red team: {total} attempts, {through} forged or escaped")
+    return 0 if through == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
