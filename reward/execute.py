@@ -13,8 +13,11 @@ instance's tests run in the sandbox, on the test-runner pool (actors/test_pool.p
 field names so that tools that read one read the other:
 
     resolved_ids, unresolved_ids       the predictions whose tests ran
-    error_ids                          {instance_id: reason}: the patch does not apply, the
-                                       environment failed, the run was stopped, no report
+    error_ids                          {instance_id: reason}: the patch does not apply (or names
+                                       a path outside the repository), the environment failed,
+                                       the run was stopped, no report, a forged report
+    tampered_ids                       of those, the predictions whose report was forged (the
+                                       harness's canaries were wrong: docs/security.md)
     empty_patch_ids                    an empty model_patch (not run)
     missing_instance_ids               predictions of instances not in DATA (not run)
     total_predictions, submitted, completed, resolved, unresolved, error, empty_patch
@@ -75,6 +78,7 @@ def report(predictions: list[dict[str, Any]], runs: dict[str, Any], missing: lis
         "resolved_ids": resolved,
         "unresolved_ids": unresolved,
         "error_ids": errors,
+        "tampered_ids": sorted(i for i, r in runs.items() if r.status == "tampered"),
         "empty_patch_ids": sorted(empty),
         "missing_instance_ids": sorted(missing),
     }

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data.demo import load_demo_rows
+from data.patching import make_patch
 from data.schema import Instance, to_table
 from reward.execution import sandbox
 
@@ -63,13 +64,26 @@ def test_validation_derives_the_demo_labels_and_counts_what_it_drops(tmp_path):
 
 
 def test_the_harness_writes_a_swebench_style_report(tmp_path):
-    a, b, c, d = (Instance.from_row(r) for r in load_demo_rows()[:4])
+    a, b, c, d, e, f = (Instance.from_row(r) for r in load_demo_rows()[:6])
     broken = c.patch.replace("@@ -", "@@ -9", 1)  # its hunk's lines are not where it says
+    # Hostile predictions (docs/security.md): a path outside the repository, and a patch whose
+    # module forces every report to "passed" when the tests import it.
+    escape = f"--- /dev/null\n+++ b/../{tmp_path.name}-planted.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    module = next(iter(f.code_context))
+    force = (
+        "\nfrom _pytest import reports as _r\n_make = _r.TestReport.from_item_and_call.__func__\n"
+        "def _all_pass(cls, item, call):\n    report = _make(cls, item, call)\n"
+        "    report.outcome, report.longrepr = 'passed', None\n    return report\n"
+        "_r.TestReport.from_item_and_call = classmethod(_all_pass)\n"
+    )
+    forged = make_patch({module: f.code_context[module]}, {module: f.code_context[module] + force})
     predictions = [
         {"instance_id": a.instance_id, "model_name_or_path": "gold", "model_patch": a.patch},
         {"instance_id": b.instance_id, "model_name_or_path": "gold", "model_patch": b.patch},
         {"instance_id": c.instance_id, "model_name_or_path": "broken", "model_patch": broken},
         {"instance_id": d.instance_id, "model_name_or_path": "empty", "model_patch": ""},
+        {"instance_id": e.instance_id, "model_name_or_path": "escape", "model_patch": escape},
+        {"instance_id": f.instance_id, "model_name_or_path": "forged", "model_patch": forged},
         {"instance_id": "demo__nowhere-1", "model_name_or_path": "x", "model_patch": a.patch},
     ]
     (tmp_path / "preds.json").write_text(json.dumps(predictions))  # a JSON list (JSONL reads too)
@@ -85,11 +99,14 @@ def test_the_harness_writes_a_swebench_style_report(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["resolved_ids"] == sorted([a.instance_id, b.instance_id]) and report["unresolved_ids"] == []
-    assert list(report["error_ids"]) == [c.instance_id] and report["error_ids"][c.instance_id].startswith(
-        "patch_failed"
-    )
+    errors = report["error_ids"]
+    assert sorted(errors) == sorted([c.instance_id, e.instance_id, f.instance_id])
+    assert errors[c.instance_id].startswith("patch_failed") and "unsafe path" not in errors[c.instance_id]
+    assert errors[e.instance_id].startswith("patch_failed: unsafe path")
+    assert errors[f.instance_id].startswith("tampered") and report["tampered_ids"] == [f.instance_id]
+    assert not (tmp_path.parent / f"{tmp_path.name}-planted.py").exists()
     assert report["empty_patch_ids"] == [d.instance_id] and report["missing_instance_ids"] == ["demo__nowhere-1"]
-    assert (report["total_predictions"], report["submitted"], report["resolved"], report["error"]) == (5, 3, 2, 1)
+    assert (report["total_predictions"], report["submitted"], report["resolved"], report["error"]) == (7, 5, 2, 3)
     logged = json.loads((tmp_path / "out" / "logs" / f"{a.instance_id}.json").read_text())
     assert logged["resolved"] is True and set(a.fail_to_pass or ()) <= set(logged["tests"])
 
