@@ -16,6 +16,7 @@ The last line reads `red team: N attempts, F forged or escaped`.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -35,8 +36,8 @@ FILES = (
 # Test function name (a prefix) -> class of attack (docs/security.md, issue 24's numbering).
 CLASSES = (
     ("test_a_patch_path", "1 paths in a diff"),
-    ("test_a_rename", "1 paths in a diff"),
-    ("test_a_copy", "1 paths in a diff"),
+    ("test_a_rename", "2 rename and copy from outside"),
+    ("test_a_copy", "2 rename and copy from outside"),
     ("test_a_patch_cannot_poison", "1 paths in a diff"),
     ("test_a_link_in_the_repository", "1 paths in a diff"),
     ("test_a_patch_naming", "1 paths in a diff"),
@@ -62,7 +63,7 @@ CLASSES = (
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )
-_LINE = re.compile(r"^(\S+?)::(\w+)(\[.*\])? (PASSED|FAILED|ERROR|SKIPPED)")
+_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED) (\S+?)::(\w+)")  # pytest -rA's summary
 
 
 def run(root: Path) -> Counter[tuple[str, str]]:
@@ -73,17 +74,19 @@ def run(root: Path) -> Counter[tuple[str, str]]:
         cwd=root,
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "HOME": str(Path.home())},
+        env={**os.environ, "PYTHONPATH": str(root)},  # the tree's modules before the venv's editable copy
     )
     counts: Counter[tuple[str, str]] = Counter()
     for line in proc.stdout.splitlines():
-        m = _LINE.match(line.split(" - ")[0])
-        if m and m.group(4) != "SKIPPED":
-            name = m.group(2)
-            if "test_test_pool" in m.group(1) and not name.startswith(("test_an_unreadable", "test_an_unsafe")):
+        m = _LINE.match(line)
+        if m and m.group(1) != "SKIPPED":
+            name = m.group(3)
+            if "test_test_pool" in m.group(2) and not name.startswith(("test_an_unreadable", "test_an_unsafe")):
                 continue  # the pool's other tests are not attacks
+            if "test_paths" in m.group(2) and name.startswith("test_a_plain"):
+                continue  # clean paths accepted: not an attack
             kind = next(label for prefix, label in CLASSES if name.startswith(prefix))
-            counts[kind, "held" if m.group(4) == "PASSED" else "through"] += 1
+            counts[kind, "held" if m.group(1) == "PASSED" else "through"] += 1
     return counts
 
 
