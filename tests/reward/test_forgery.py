@@ -71,6 +71,18 @@ def assert_not_forged(run, guarded: str | None = None) -> None:
         assert guarded in run.guarded, (run.status, run.guarded)
 
 
+# Every report forced to "passed" (the code runs when its module is imported).
+PATCH_TEST_REPORT = """
+from _pytest import reports as _reports
+_make = _reports.TestReport.from_item_and_call.__func__
+def _forged(cls, item, call):
+    report = _make(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+_reports.TestReport.from_item_and_call = classmethod(_forged)
+"""
+
+
 # --- 5. Files pytest or the interpreter honours, added by the candidate --------------------------
 
 FORCE_PASS_PLUGIN = """
@@ -171,31 +183,14 @@ HONOURED = {
                 "_paths = [p for p in sys.path if os.path.abspath(p or '.') != _here]\n"
                 "_spec = importlib.machinery.PathFinder.find_spec('_pytest', _paths)\n"
                 "__path__ = list(_spec.submodule_search_locations)\n"
-                "exec(compile(open(_spec.origin).read(), _spec.origin, 'exec'))\n"
-                "from _pytest import reports as _reports\n"
-                "_make = _reports.TestReport.from_item_and_call.__func__\n"
-                "def _forged(cls, item, call):\n"
-                "    report = _make(cls, item, call)\n"
-                "    report.outcome, report.longrepr = 'passed', None\n"
-                "    return report\n"
-                "_reports.TestReport.from_item_and_call = classmethod(_forged)\n"
+                "exec(compile(open(_spec.origin).read(), _spec.origin, 'exec'))\n" + PATCH_TEST_REPORT
             )
         },
         "_pytest/__init__.py",
     ),
     # tests/ as a package: its __init__ runs when the test module is imported, before any test.
     "tests/__init__.py": (
-        {
-            "tests/__init__.py": (
-                "from _pytest import reports as _reports\n"
-                "_make = _reports.TestReport.from_item_and_call.__func__\n"
-                "def _forged(cls, item, call):\n"
-                "    report = _make(cls, item, call)\n"
-                "    report.outcome, report.longrepr = 'passed', None\n"
-                "    return report\n"
-                "_reports.TestReport.from_item_and_call = classmethod(_forged)\n"
-            )
-        },
+        {"tests/__init__.py": PATCH_TEST_REPORT},
         "tests/__init__.py",
     ),
 }
@@ -221,15 +216,6 @@ def test_the_gold_patch_still_resolves_beside_a_guarded_conftest(runner):  # noq
 
 # --- 6. The code under test tampers with the report from inside the test process -------------
 
-PATCH_TEST_REPORT = """
-from _pytest import reports as _reports
-_make = _reports.TestReport.from_item_and_call.__func__
-def _forged(cls, item, call):
-    report = _make(cls, item, call)
-    report.outcome, report.longrepr = "passed", None
-    return report
-_reports.TestReport.from_item_and_call = classmethod(_forged)
-"""
 
 PATCH_CALL_AND_REPORT = """
 from _pytest import runner as _runner
