@@ -108,15 +108,13 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "Reward and test pools",
         "short",
-        ("reward_timeouts", "reward_lost_jobs", "test_runs", "test_timeouts", "env_builds", "test_lost_jobs"),
-        "cumulative counters; test_* with reward kinds that run tests",
-    ),
-    Panel(
-        "Forged and hostile patches",
-        "short",
-        ("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files"),
-        "cumulative: forged reports (canaries wrong), unreadable reports, paths outside the repository, "
-        "candidate files not applied (docs/security.md); a policy learning to forge shows here first",
+        (
+            *("reward_timeouts", "reward_lost_jobs", "test_runs", "test_timeouts", "env_builds", "test_lost_jobs"),
+            *("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files"),
+        ),
+        "cumulative counters; test_* with reward kinds that run tests; test_tampered, test_bad_reports, "
+        "test_unsafe_paths, test_guarded_files count hostile patches (docs/security.md): a policy "
+        "learning to forge its verdict shows there first",
     ),
     Panel("Progress", "short", ("step", "policy_version"), "step number and updates applied"),
 )

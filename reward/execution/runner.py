@@ -202,24 +202,39 @@ class Runner:
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
+        return self._verdict(job, result, canaries, env.ro_paths, own_tests, done)
+
+    @staticmethod
+    def _verdict(
+        job: TestJob,
+        result: sandbox.SandboxResult,
+        canaries: Canaries,
+        prefixes: tuple[str, ...],
+        own_tests: bool,
+        done: dict[str, Any],
+    ) -> TestRun:
+        """The run's status and outcomes from what the sandbox returned (the report stream,
+        checked: report.py), never from its log."""
+        inst = job.instance
+        fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
         if result.killed:
             status = "timeout" if result.killed == "timeout" else "killed"
             return fail(status, f"the test run was stopped: {result.killed}", **done)
         if result.report is None:
-            return fail("bad_report", f"the report passed {self.limits.report_bytes} bytes", **done)
+            return fail("bad_report", "the report passed its size limit (sandbox.Limits.report_bytes)", **done)
         try:
             report = parse(result.report)
         except BadReport as exc:
             return fail("bad_report", f"the report is not the recorder's: {exc}", **done)
         if report.exit_code is None:
-            cut = f"pytest exited {result.returncode} before its session ended: {_last_line(log)}"
+            cut = f"pytest exited {result.returncode} before its session ended: {_last_line(done['log'])}"
             return fail("no_report", cut, **done)
         try:
             checked = canaries.check(report)
         except Tampered as exc:
             return fail("tampered", str(exc), resolved=False, **done)
-        outcomes = stable_ids(checked, env.ro_paths)
-        why = stable_ids({k: v for k, v in report.failures.items() if k in checked}, env.ro_paths)
+        outcomes = stable_ids(checked, prefixes)
+        why = stable_ids({k: v for k, v in report.failures.items() if k in checked}, prefixes)
         verdict = resolved(inst, outcomes) if own_tests else None
         return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
 
