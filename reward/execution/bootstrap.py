@@ -27,9 +27,11 @@ ways these checks do not see; the runner's canary tests (runner.py, report.py) c
 forges wholesale: see docs/security.md for what is left.
 """
 
+import importlib
 import json
 import os
 import sys
+import unittest
 
 # pytest's path from a test to its report, across pytest 4-8 (a name a version lacks is skipped).
 WATCHED = (
@@ -56,7 +58,26 @@ WATCHED = (
     "pluggy.hooks:_HookCaller.__call__",
     "pluggy._manager:PluginManager._hookexec",
     "pluggy.manager:PluginManager._hookexec",
+    # unittest-style tests: their failures reach pytest through these.
+    "_pytest.unittest:TestCaseFunction.runtest",
+    "_pytest.unittest:TestCaseFunction.addError",
+    "_pytest.unittest:TestCaseFunction.addFailure",
+    "_pytest.unittest:TestCaseFunction.addSuccess",
+    "_pytest.unittest:TestCaseFunction.addSkip",
+    "_pytest.unittest:TestCaseFunction.addExpectedFailure",
+    "_pytest.unittest:TestCaseFunction.addUnexpectedSuccess",
+    "_pytest.unittest:TestCaseFunction._addexcinfo",
+    "unittest.case:TestCase.run",
+    "unittest.case:TestCase.__call__",
+    "unittest.case:TestCase._callTestMethod",
+    "unittest.case:_Outcome.testPartExecutor",
+    "_pytest.python_api:raises",
+    "_pytest.python_api:approx",
+    "_pytest.raises:raises",
+    "_pytest.outcomes:fail",
 )
+# And every assertion method of unittest.TestCase (assertEqual, assertTrue, fail, ...).
+ASSERTION_PREFIXES = ("assert", "fail", "_baseAssertEqual", "_getAssertEqualityFunc", "_formatMessage")
 # Hooks whose implementations decide a test's outcome or its report.
 OUTCOME_HOOKS = (
     "pytest_runtest_protocol",
@@ -84,10 +105,9 @@ def _message(report):
 
 def _watched():
     """{name: (the object, its code)} for every WATCHED name this pytest has."""
-    import importlib
-
+    methods = [n for n in vars(unittest.TestCase) if n.startswith(ASSERTION_PREFIXES)]
     found = {}
-    for name in WATCHED:
+    for name in (*WATCHED, *("unittest.case:TestCase." + n for n in methods)):
         module_name, _, attrs = name.partition(":")
         try:
             owner = importlib.import_module(module_name)

@@ -11,15 +11,16 @@ collection failed; else "skipped" if a phase was skipped (an expected failure co
 skipped); else "passed" if its call passed. Only "passed" counts as passing.
 
 Canaries: the runner adds a test file of its own after every patch (random names, in the
-folder of the last test file), with one test that must pass and one that must fail, both
-through a helper module at the top of the repository's import path (so a canary fails from a
-repository frame, as a real test does). Code that forges outcomes wholesale (every test
-passed, failures stripped, failures from the repository's code passed, the session cut short,
-a report written by someone else) cannot show both right without knowing which is which; a
-report in which they do not show exactly "passed" and "failed" is `Tampered`, and so is one
-in which the recorder saw pytest's machinery replaced (bootstrap.py's integrity check). A
-report in which no test ran at all (a collection error interrupts pytest before the first) is
-not checked: with no test passed, it cannot resolve anything.
+folder of the last test file), with tests that must pass and tests that must fail, in two
+styles (plain `assert`, unittest's `assertEqual`), all through a helper module at the top of
+the repository's import path (so a canary fails from a repository frame, as a real test
+does). Code that forges outcomes wholesale (every test passed, failures stripped, failures
+from the repository's code passed, unittest's assertions disabled, the session cut short, a
+report written by someone else) cannot show them all right without knowing which is which; a
+report in which they do not show exactly their outcomes is `Tampered`, and so is one in which
+the recorder saw pytest's machinery replaced (bootstrap.py's integrity check). A report in
+which no test ran at all (a collection error interrupts pytest before the first) is not
+checked: with no test passed, it cannot resolve anything.
 """
 
 from __future__ import annotations
@@ -101,9 +102,10 @@ def _outcome(seen: dict[str, str]) -> str | None:
 @dataclass(frozen=True)
 class Canaries:
     path: str  # repository-relative path of the canary test file
-    passing: str  # its two test functions
-    failing: str
-    helper: str  # repository-relative path of the module whose function both call
+    expected: dict[str, str]  # node id suffix ("::test_x", "::Case::test_y") -> "passed" | "failed"
+    helper: str  # repository-relative path of the module their checks go through
+    source: str  # the test file
+    helper_source: str
 
     @classmethod
     def beside(cls, tests: list[str], import_root: str = ".") -> Canaries:
@@ -111,43 +113,58 @@ class Canaries:
         conftest and package as the tests, and collected last), its helper at the top of the
         repository's import path, outside the test folders, so that a canary's failure is
         raised from a repository module as a real test's failure is (code that passes only
-        failures raised outside the tests folder would pass the canary too)."""
+        failures raised outside the tests folder would pass the canary too). Two styles, each
+        a pair: plain functions with `assert`, and a unittest.TestCase with `assertEqual` (code
+        that disables unittest's assertions would pass only the second pair's failure)."""
+        token = lambda n=6: secrets.token_hex(n)  # noqa: E731
         folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(".")
-        names = [f"test_{secrets.token_hex(6)}" for _ in range(3)]
-        path = str(folder / f"{names[0]}.py") if str(folder) != "." else f"{names[0]}.py"
-        module = f"_{secrets.token_hex(6)}.py"
-        helper = module if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}"
-        return cls(path, names[1], names[2], helper)
+        path = str(folder / f"test_{token()}.py") if str(folder) != "." else f"test_{token()}.py"
+        module = f"_{token()}"
+        helper = f"{module}.py" if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}.py"
+        plain_ok, plain_bad, unit_ok, unit_bad = (f"test_{token()}" for _ in range(4))
+        case, check, same = f"Test{token(4).upper()}", f"check_{token(4)}", f"same_{token(4)}"
+        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
+        source = (
+            f"import unittest\n\nfrom {module} import {check}, {same}\n\n\n"
+            f"def {plain_ok}():\n    {check}({a}, {a})\n\n\n"
+            f"def {plain_bad}():\n    {check}({a}, {b})\n\n\n"
+            f"class {case}(unittest.TestCase):\n"
+            f"    def {unit_ok}(self):\n        {same}(self, {b}, {b})\n\n"
+            f"    def {unit_bad}(self):\n        {same}(self, {b}, {a})\n"
+        )
+        helper_source = (
+            f"def {check}(left, right):\n    assert left == right\n\n\n"
+            f"def {same}(case, left, right):\n    case.assertEqual(left, right)\n"
+        )
+        expected = {
+            f"::{plain_ok}": "passed",
+            f"::{plain_bad}": "failed",
+            f"::{case}::{unit_ok}": "passed",
+            f"::{case}::{unit_bad}": "failed",
+        }
+        return cls(path, expected, helper, source, helper_source)
 
     def files(self) -> dict[str, str]:
         """The canary test file and its helper module, by path."""
-        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
-        check = f"check_{secrets.token_hex(4)}"
-        module = PurePosixPath(self.helper).stem
-        test = (
-            f"from {module} import {check}\n\n\n"
-            f"def {self.passing}():\n    {check}({a}, {a})\n\n\n"
-            f"def {self.failing}():\n    {check}({a}, {b})\n"
-        )
-        return {self.path: test, self.helper: f"def {check}(left, right):\n    assert left == right\n"}
+        return {self.path: self.source, self.helper: self.helper_source}
 
     def ids(self, outcomes: dict[str, str]) -> dict[str, str]:
-        """The canaries' node ids in a report (found by file name and function: pytest's
-        rootdir decides the prefix)."""
+        """The canaries' node ids in a report -> their suffixes (found by file name and
+        function: pytest's rootdir decides the prefix)."""
         name = PurePosixPath(self.path).name
-        return {t: fn for t in outcomes for fn in (self.passing, self.failing) if t.endswith(f"{name}::{fn}")}
+        return {t: suffix for t in outcomes for suffix in self.expected if t.endswith(name + suffix)}
 
     def check(self, report: Report) -> dict[str, str]:
-        """The report's outcomes without the canaries; Tampered unless they show exactly
-        passed and failed. A session that ran no test (pytest stops at a collection error
+        """The report's outcomes without the canaries; Tampered unless each shows exactly
+        its expected outcome. A session that ran no test (pytest stops at a collection error
         before running any) has nothing to check: none of its tests passed."""
         if report.tampered:
             raise Tampered(f"the recorder found the test machinery changed: {report.tampered}")
         if not report.ran:
             return dict(report.outcomes)
         found = self.ids(report.outcomes)
-        seen = {fn: report.outcomes[t] for t, fn in found.items()}
-        if len(found) != 2 or seen.get(self.passing) != "passed" or seen.get(self.failing) != "failed":
-            shown = {"must pass": seen.get(self.passing, "absent"), "must fail": seen.get(self.failing, "absent")}
+        seen = {suffix: report.outcomes[t] for t, suffix in found.items()}
+        if seen != self.expected:
+            shown = {f"{suffix} must {want[:-2]}": seen.get(suffix, "absent") for suffix, want in self.expected.items()}
             raise Tampered(f"the harness's canary tests did not show their outcomes: {shown}")
         return {t: v for t, v in report.outcomes.items() if t not in found}

@@ -230,7 +230,18 @@ _runner.call_and_report = _forged
 """
 
 
-@pytest.mark.parametrize("code", [PATCH_TEST_REPORT, PATCH_CALL_AND_REPORT], ids=["TestReport", "call_and_report"])
+UNITTEST_OFF = """
+import unittest
+for _name in [n for n in vars(unittest.TestCase) if n.startswith("assert")]:
+    setattr(unittest.TestCase, _name, lambda self, *args, **kwargs: None)
+"""
+
+
+@pytest.mark.parametrize(
+    "code",
+    [PATCH_TEST_REPORT, PATCH_CALL_AND_REPORT, UNITTEST_OFF],
+    ids=["TestReport", "call_and_report", "unittest assertions off"],
+)
 def test_a_report_forced_to_passed_in_process_is_tampered(runner, code):  # noqa: F811
     run = run_candidate(runner, {MONTHS: months_running(code)})
     assert_not_forged(run)

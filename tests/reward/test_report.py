@@ -1,0 +1,112 @@
+"""reward/execution/report.py: outcomes from the recorder's stream, and the canaries' check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reward.execution.report import BadReport, Canaries, Tampered, parse
+
+
+def stream(*records: dict) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def phases(test_id: str, **outcomes: str) -> list[dict]:
+    return [{"id": test_id, "when": when, "outcome": outcome} for when, outcome in outcomes.items()]
+
+
+def test_a_test_outcome_is_the_worst_of_its_phases() -> None:
+    report = parse(
+        stream(
+            *phases("t.py::ok", setup="passed", call="passed", teardown="passed"),
+            *phases("t.py::bad", setup="passed", call="failed", teardown="failed"),
+            *phases("t.py::fixture", setup="failed", teardown="passed"),
+            *phases("t.py::teardown", setup="passed", call="passed", teardown="failed"),
+            *phases("t.py::skip", setup="skipped", teardown="passed"),
+            {"id": "t.py::xfail", "when": "call", "outcome": "skipped", "xfail": True},
+            {"id": "u.py", "when": "collect", "outcome": "failed", "message": "ImportError: x"},
+            {"exit": 1},
+        )
+    )
+    assert report.outcomes == {
+        "t.py::ok": "passed",
+        "t.py::bad": "failed",
+        "t.py::fixture": "error",
+        "t.py::teardown": "error",
+        "t.py::skip": "skipped",
+        "t.py::xfail": "skipped",
+        "u.py": "error",
+    }
+    assert report.exit_code == 1 and report.ran and report.failures["u.py"] == "ImportError: x"
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"<testsuites/>\n", "not JSON"),
+        (b"[1, 2]\n", "not an object"),
+        (stream({"nodeid": "t.py::x", "when": "call", "outcome": "passed"}), "not a test report"),
+        (stream({"id": "t.py::x", "when": "call", "outcome": "won"}), "not a test report"),
+        (stream(*phases("t.py::x", call="passed"), *phases("t.py::x", call="passed")), "its call twice"),
+        (stream({"exit": 0}, *phases("t.py::x", call="passed")), "after the session's end"),
+    ],
+)
+def test_a_stream_the_recorder_does_not_write_is_a_bad_report(data: bytes, why: str) -> None:
+    with pytest.raises(BadReport, match=why):
+        parse(data)
+
+
+@pytest.fixture
+def canaries() -> Canaries:
+    return Canaries.beside(["tests/test_a.py"])
+
+
+def honest(canaries: Canaries, *extra: dict) -> bytes:
+    name = canaries.path
+    records = [
+        {"id": f"{name}{suffix}", "when": "call", "outcome": outcome} for suffix, outcome in canaries.expected.items()
+    ]
+    return stream(*extra, *records, {"exit": 1})
+
+
+def test_canaries_sit_beside_the_tests_and_their_helper_on_the_import_path(canaries: Canaries) -> None:
+    assert canaries.path.startswith("tests/test_") and "/" not in canaries.helper
+    assert sorted(canaries.expected.values()) == ["failed", "failed", "passed", "passed"]
+    assert any(s.count("::") == 2 for s in canaries.expected)  # the unittest.TestCase pair
+    src = Canaries.beside(["src/pkg/tests/test_b.py"], "src")
+    assert src.path.startswith("src/pkg/tests/test_") and src.helper.startswith("src/_")
+    assert canaries.path != src.path  # fresh names every run
+
+
+def test_an_honest_report_passes_the_check_without_its_canaries(canaries: Canaries) -> None:
+    report = parse(honest(canaries, *phases("tests/test_a.py::t", call="passed")))
+    assert canaries.check(report) == {"tests/test_a.py::t": "passed"}
+    # Under another rootdir pytest writes the ids relative to it: found by file name.
+    moved = parse(honest(canaries).replace(b"tests/", b""))
+    assert canaries.check(moved) == {}
+
+
+@pytest.mark.parametrize("forgery", ["all passed", "one missing", "unittest pair passed", "recorder saw it"])
+def test_a_forged_report_is_tampered(canaries: Canaries, forgery: str) -> None:
+    data = honest(canaries, *phases("tests/test_a.py::t", call="passed"))
+    if forgery == "all passed":
+        data = data.replace(b'"failed"', b'"passed"')
+    elif forgery == "one missing":
+        data = b"\n".join(line for line in data.splitlines() if next(iter(canaries.expected)) not in line.decode())
+    elif forgery == "unittest pair passed":
+        unit_bad = next(s for s, want in canaries.expected.items() if s.count("::") == 2 and want == "failed")
+        data = data.replace(
+            f'{unit_bad}", "when": "call", "outcome": "failed"'.encode(),
+            f'{unit_bad}", "when": "call", "outcome": "passed"'.encode(),
+        )
+    else:
+        data = stream({"tampered": "pytest's _pytest.runner:call_and_report was replaced"}) + data
+    with pytest.raises(Tampered):
+        canaries.check(parse(data))
+
+
+def test_a_session_that_ran_no_test_is_not_checked(canaries: Canaries) -> None:
+    report = parse(stream({"id": "tests/test_a.py", "when": "collect", "outcome": "failed"}, {"exit": 2}))
+    assert not report.ran and canaries.check(report) == {"tests/test_a.py": "error"}
