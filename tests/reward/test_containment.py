@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
+import shutil
 import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -243,3 +247,68 @@ def test_the_runner_takes_the_next_job_and_the_snapshot_is_untouched(runner):
     snapshot = runner.snapshots.path(inst, EnvSpec())
     assert not (snapshot / "tests").exists() and TARGET in inst.code_context
     assert (snapshot / TARGET).read_text() == inst.code_context[TARGET]
+
+
+# --- What held before the containment work (issue 24's "held" list): kept held ---------------
+
+
+def test_root_only_and_other_runs_files_stay_unreadable(runner):
+    body = f"""
+for path in ['/proc/1/environ', '/root/.bashrc', '/root/.ray/auth_token', {str(Path(__file__).parents[2] / "README.md")!r},
+             '/tmp/ray/session_latest/logs/raylet.out', {str(runner.snapshots.root)!r}]:
+    try:
+        data = open(path, 'rb').read(64) if not os.path.isdir(path) else os.listdir(path)
+        print('READ', path, len(data))
+    except OSError as e:
+        print('CANNOT', path, type(e).__name__)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "CANNOT /proc/1/environ" in run.log and " READ " not in f" {run.log} ", run.log[-1500:]
+
+
+def test_the_interpreter_the_environment_and_the_system_stay_unwritable(runner):
+    body = """
+for path in [sys.prefix + '/planted.py', os.path.dirname(os.__file__) + '/planted.py', '/usr/lib/planted',
+             '/etc/planted', sys.executable]:
+    try:
+        open(path, 'ab').close()
+        print('WROTE', path)
+    except OSError as e:
+        print('REFUSED', path, type(e).__name__)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "WROTE" not in run.log and run.log.count("REFUSED") == 5, run.log[-1500:]
+    assert not Path(sys.prefix, "planted.py").exists()
+
+
+def test_filling_tmp_shm_and_the_tree_stops_at_the_file_limit(runner):
+    # The runner's file_mb is 16: each tmpfs holds 16 MiB, then ENOSPC (or the file-size rlimit).
+    body = """
+for folder in ['/tmp', '/dev/shm', '/testbed']:
+    written = 0
+    try:
+        with open(folder + '/fill.bin', 'wb') as f:
+            while written < (64 << 20):
+                f.write(b'x' * (1 << 20))
+                written += 1 << 20
+    except OSError as e:
+        pass
+    print('FILLED', folder, written >> 20)
+"""
+    free_before = shutil.disk_usage(tempfile.gettempdir()).free
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    filled = dict(re.findall(r"FILLED (\S+) (\d+)", run.log))
+    assert sorted(filled) == ["/dev/shm", "/testbed", "/tmp"], run.log[-1500:]
+    assert all(int(mb) <= 16 for mb in filled.values()), filled
+    assert free_before - shutil.disk_usage(tempfile.gettempdir()).free < (32 << 20)
+
+
+def test_results_printed_on_stdout_and_a_module_level_skip_resolve_nothing(runner):
+    inst = _instance()
+    fake = "\n".join(f"print('PASSED {t}')" for t in [*inst.fail_to_pass, *inst.pass_to_pass])
+    run, left = _run_attack(runner, f"{fake}\nimport pytest\npytest.skip('skipped at import', allow_module_level=True)")
+    _assert_contained(run, left)
+    assert run.status == "ok" and not any(v == "passed" for k, v in run.outcomes.items() if k in inst.fail_to_pass)
