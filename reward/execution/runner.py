@@ -100,7 +100,7 @@ class TestRun:
     env_build_s: float = 0.0  # building the environment (0 when it was cached)
     log: str = ""  # the end of pytest's output
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
-    guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (GUARDED_*)
+    guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (guard.py)
 
 
 def test_files(test_patch: str | None) -> list[str]:

@@ -43,7 +43,7 @@ def _instance() -> Instance:
 def _attack(body: str) -> str:
     """A candidate patch to the module under test that runs `body` when the tests import it
     (at its end: the module starts with a `from __future__` import)
-    (a conftest.py, the old vector, is no longer applied: runner.GUARDED_NAMES). What `body`
+    (a conftest.py, the old vector, is no longer applied: reward/execution/guard.py). What `body`
     prints comes back in the run's log: pytest shows the error the import ends with."""
     indented = "\n".join("    " + line for line in body.strip("\n").splitlines())
     source = (
