@@ -25,8 +25,9 @@ environments.py; default: their own files and the project's interpreter, as the 
 its declared dependencies and test requirements, resolved as of its date, the oldest Python it
 supports that is installed). `_labels.json` beside the manifest has every instance's outcome,
 reason, FAIL_TO_PASS and PASS_TO_PASS, kept or not. Why a test fails is read from the
-harness's report stream: when no test turns from failing to passing, the reason counts the tests that still do
-not pass after the fix and how many of those failed on the network (the sandbox has none).
+harness's report stream: when no test turns from failing to passing, the reason counts the
+tests that still do not pass after the fix and how many of those failed on the network (the
+sandbox has none).
 """
 
 from __future__ import annotations
