@@ -1,7 +1,7 @@
 """Generation speed of vLLM inside the project's rollout actor vs bare vLLM in one process.
 
     python bench/rollout.py [--prompts 2 --samples 16 --tokens 128 --repeats 2 --rounds 2]
-                            [--variants actor,quiet]
+                            [--variants actor,quiet] [--default-job]
 
 Both sides get the same engine arguments (actors/rollout.py `engine_args`: SmolLM2, float32,
 the default RolloutConfig), the same token-id prompts, sampling seeds and thread count:
@@ -19,11 +19,17 @@ rounds as a fraction of the bare engine with no Ray. Variants (`--variants`):
 - "quiet":  the trainer's default (dashboard on, ray.quiet: actors/ray_quiet.py).
 Tokens/s counts the sampled tokens. The last line is `actor/bare = X`: the last variant's
 actor against the bare engine with no Ray running.
+
+`--default-job` gives both sides the default job's own generation instead (`make run`: the
+first step's prompts from the demo set as the trainer's loader yields them, `group_size`
+samples each, the default `rollout.max_new_tokens`, the trainer's request seeds), and the last
+line reads `default job: actor/bare = X`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -47,6 +53,23 @@ def requests(tokenizer: Any, prompts: int, samples: int) -> list[Any]:
     ]
     ids = [tokenizer(chat, add_special_tokens=False)["input_ids"] for chat in chats]
     return [GenerationRequest(f"bench/{i}", list(p), samples, 1234 + i) for i, p in enumerate(ids)]
+
+
+def default_job(tokenizer: Any) -> tuple[list[Any], RolloutConfig]:
+    """The default job's first generation: its prompts, group size, seeds and rollout config."""
+    from actors.generation import request_id, request_seed
+    from actors.rollout import GenerationRequest
+    from conf.config import TrainConfig
+    from data.loader import InstanceLoader
+
+    cfg = TrainConfig()
+    items = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed).next_batch(cfg.trainer.prompts_per_step)
+    rids = [request_id(1, slot, item.instance_id) for slot, item in enumerate(items)]
+    reqs = [
+        GenerationRequest(rid, item.prompt_ids, cfg.group_size, request_seed(cfg.seed, rid))
+        for rid, item in zip(rids, items, strict=True)
+    ]
+    return reqs, dataclasses.replace(cfg.rollout, num_actors=1)
 
 
 class Bare:
@@ -137,13 +160,19 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="rounds of (no Ray, then each variant)")
     p.add_argument("--settle", type=float, default=10.0, help="seconds after Ray starts before measuring")
     p.add_argument("--variants", default="actor,quiet", help="comma-separated: actor, nodash, quiet")
+    p.add_argument("--default-job", action="store_true", help="the default job's prompts, group size and tokens")
     args = p.parse_args()
     from learner import models
 
     model_path = models.resolve(ModelConfig())
-    cfg = RolloutConfig(max_new_tokens=args.tokens, num_actors=1)
-    reqs = requests(models.tokenizer(model_path), args.prompts, args.samples)
-    shape = f"{args.prompts} prompts x {args.samples} samples x {args.tokens} tokens"
+    if args.default_job:
+        reqs, cfg = default_job(models.tokenizer(model_path))
+        lengths = ", ".join(str(len(r.prompt_ids)) for r in reqs)
+        shape = f"the default job: prompts of {lengths} tokens x {reqs[0].n} samples x {cfg.max_new_tokens} tokens"
+    else:
+        cfg = RolloutConfig(max_new_tokens=args.tokens, num_actors=1)
+        reqs = requests(models.tokenizer(model_path), args.prompts, args.samples)
+        shape = f"{args.prompts} prompts x {args.samples} samples x {args.tokens} tokens"
     print(f"model {model_path}; {shape}; best of {args.repeats}; {args.rounds} rounds")
     bare = Bare(cfg, model_path)
     bare.tokens(reqs)  # warm-up
@@ -171,7 +200,8 @@ def main() -> None:
             f"   actor {ratio['actor']:.3f}"
         )
     last = variants[-1]
-    print(f"actor/bare = {statistics.median(m['actor'] for m in got[last]) / base:.3f}")
+    label = "default job: actor/bare" if args.default_job else "actor/bare"
+    print(f"{label} = {statistics.median(m['actor'] for m in got[last]) / base:.3f}")
 
 
 if __name__ == "__main__":
