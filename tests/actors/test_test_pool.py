@@ -33,15 +33,18 @@ def test_a_killed_runner_is_replaced_and_its_job_redone(local_ray, tmp_path):
     pool = TestPool(ExecutionConfig(num_runners=2, num_cpus=0.5, cache_dir=str(tmp_path)))
     try:
         victim = ray.get(pool.actor.runner_handles.remote())[0]
-        killer = threading.Timer(1.0, lambda: ray.kill(victim, no_restart=True))
+        # The kill must land while jobs remain (a runner killed idle is replaced when its next
+        # job finds it dead): 8 jobs of ~0.3-1 s on 2 runners outlast a kill at 0.5 s even on
+        # a fast machine, where 4 jobs had all finished before a kill at 1 s.
+        killer = threading.Timer(0.5, lambda: ray.kill(victim, no_restart=True))
         killer.start()
-        jobs = [TestJob(i, i.patch, job_id=i.instance_id) for i in instances]
+        jobs = [TestJob(i, i.patch, job_id=f"{i.instance_id}/{k}") for k in range(2) for i in instances]
         runs = pool.run(jobs)
         killer.join()
-        assert [r.job_id for r in runs] == [i.instance_id for i in instances]  # input order
+        assert [r.job_id for r in runs] == [j.job_id for j in jobs]  # input order
         assert all(r.status == "ok" and r.resolved for r in runs), [(r.status, r.reason) for r in runs]
         stats = pool.stats()
-        assert stats["test_runner_restarts"] == 1 and stats["test_lost_jobs"] == 0 and stats["test_runs"] == 4
+        assert stats["test_runner_restarts"] == 1 and stats["test_lost_jobs"] == 0 and stats["test_runs"] == len(jobs)
         assert ray.get(pool.actor.runner_handles.remote())[0] != victim
     finally:
         pool.shutdown()
