@@ -24,10 +24,11 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
     the report      streamed to the sandbox's PID 1 as each test ends, never a file; a stream
                     that is not the recorder's is "bad_report"; the session's own end is part
                     of it (no end: "no_report")
-    canaries        a test file of the harness's, random names, added after every patch, with a
-                    test that must pass and one that must fail; a report in which they do not
-                    show exactly that is "tampered": unresolved, counted, and logged with the
-                    patch by the pool
+    canaries        a test file of the harness's, random names, added after every patch, with
+                    tests that must pass and tests that must fail (plain and unittest style,
+                    report.py); a report in which they do not show exactly that, or in which
+                    the recorder saw pytest's machinery replaced, is "tampered": unresolved,
+                    counted, and logged with the patch by the pool
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
