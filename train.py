@@ -2,20 +2,20 @@
 
 One step is a pipeline of named, timed phases, each one call on a component:
 
-    data        rollouts.prefetch     the step's prompts, queued on the engines    actors/generation.py
-    generate    sampler.sample        samples per prompt (staleness, oracle)       actors/generation.py
+    data        rollouts.prefetch     the step's prompts, queued on the engines    actors/driver/generation.py
+    generate    sampler.sample        samples per prompt (staleness, oracle)       actors/driver/generation.py
     reward      (sampler.sample)      `reward.kind` on the reward actors; DAPO's   actors/reward_pool.py,
-                                      dynamic sampling refills flat groups         actors/dynamic_sampling.py
-    advantages  advantage(...)        `learner.advantage` over each group          learner/advantages.py
+                                      dynamic sampling refills flat groups         actors/driver/dynamic_sampling.py
+    advantages  advantage(...)        `learner.advantage` over each group          learner/objectives/advantages.py
     train       learner.train         one update (`learner.loss`) on DeepSpeed     learner/group.py
-    sync        weights.push          to every engine (`trainer.weight_transport`) actors/weight_sync.py
+    sync        weights.push          to every engine (`trainer.weight_transport`) actors/driver/weight_sync.py
     checkpoint  checkpoints.save      every `trainer.checkpoint_every` steps       learner/checkpoint.py
-    log         log.write             dashboard gauges, `trainer.loggers`          actors/run_log.py
+    log         log.write             dashboard gauges, `trainer.loggers`          actors/observe/run_log.py
 
 Every remote call is awaited within `trainer.phase_timeout_s`, so a failed or hung actor
 surfaces in the phase that used it, by name. `trainer.mode=sync` is the paper's on-policy loop;
 `async` lets the engines generate the next `trainer.max_staleness` steps while the learner
-trains (actors/generation.py). docs/architecture.md describes the stages and the registries.
+trains (actors/driver/generation.py). docs/architecture.md describes the stages and the registries.
 """
 
 from __future__ import annotations
@@ -31,16 +31,17 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import RayActorError
 
-from actors.cluster import check_fits, init_ray, resource_demands, starts_local
+from actors import plugins
+from actors.cluster.join import check_fits, init_ray, resource_demands, starts_local
+from actors.cluster.reaper import scoped_tmp
 from actors.control import FleetControl
-from actors.dynamic_sampling import GroupSampler
-from actors.fleet import RolloutFleet
-from actors.generation import Rollouts, overlong_penalty, train_samples
-from actors.phases import PhaseTimeout, PhaseTimer
-from actors.reaper import scoped_tmp
+from actors.driver.dynamic_sampling import GroupSampler
+from actors.driver.generation import Rollouts, overlong_penalty, train_samples
+from actors.driver.phases import PhaseTimeout, PhaseTimer
+from actors.driver.weight_sync import SyncCheck, WeightSync
+from actors.observe.run_log import RunLog, step_metrics
 from actors.reward_pool import RewardPool
-from actors.run_log import RunLog, step_metrics
-from actors.weight_sync import SyncCheck, WeightSync
+from actors.rollout.fleet import RolloutFleet
 from conf import config, logs
 from conf import device as devices
 from conf.errors import UserError
@@ -48,10 +49,10 @@ from conf.io import write_text
 from conf.runtime import Runtime
 from data.loader import InstanceLoader
 from learner import models
-from learner.advantages import ADVANTAGES
 from learner.batch import nominal_micro_batches
 from learner.checkpoint import Checkpointer
 from learner.group import LearnerGroup
+from learner.objectives.advantages import ADVANTAGES
 from learner.sft import warm_start
 from reward.kinds import REWARDS
 
@@ -64,7 +65,7 @@ class Trainer:
         self.cfg, verbose = cfg, cfg.trainer.verbose
         self.run_dir = config.prepare_run_dir(cfg.run_dir)
         if starts_local(cfg.ray.address):
-            scoped_tmp()  # before anything caches the temporary directory (actors/reaper.py)
+            scoped_tmp()  # before anything caches the temporary directory (actors/cluster/reaper.py)
         # What can be refused is checked before Ray starts: the checkpoint, the model, every shard.
         self.checkpoints = Checkpointer(self.run_dir, asdict(cfg), keep=cfg.trainer.keep_checkpoints)
         device, timeout = devices.of_run(cfg), cfg.trainer.phase_timeout_s
@@ -167,7 +168,7 @@ class Trainer:
 def main(dcfg: DictConfig) -> None:
     logs.setup()
     try:
-        cfg = config.load(dcfg)
+        cfg = plugins.load(dcfg)
         logs.setup(cfg.trainer.verbose)
         if cfg.trainer.verbose:
             log.info("%s", OmegaConf.to_yaml(dcfg))

@@ -19,7 +19,7 @@ from typing import Any
 
 import ray
 
-from actors.cluster import loopback_only
+from actors.cluster.join import loopback_only
 from conf.errors import fail
 
 NAMESPACE = "swe_rl"
@@ -87,10 +87,11 @@ class FleetControl:
 
 def _resolve(address: str) -> str:
     """The cluster's address; "auto" finds the one on this node. A local run's cluster listens
-    on 127.0.0.1 only (actors/cluster.py): connect to it over loopback too, since Ray would
+    on 127.0.0.1 only (actors/cluster/join.py): connect to it over loopback too, since Ray would
     otherwise rewrite 127.0.0.1 into this machine's network address."""
     if address != "auto":
         return address
+    # Ray's private API: only to resolve address=auto
     from ray._private.services import get_ray_address_from_environment
 
     found = get_ray_address_from_environment("auto", None)  # ConnectionError when there is none

@@ -1,6 +1,6 @@
 """Reward actors: a pool of Ray actor processes scoring rollouts with the configured reward kind.
 
-The workers are generic: each holds the run's reward kind (reward/kinds.py, `reward.kind`),
+The workers are generic: each holds the run's reward kind (reward/kinds/__init__.py, `reward.kind`),
 prepares an instance once and scores outputs against it. The paper's similarity reward is pure
 CPU work, quadratic in the diff size, and holds the GIL, so rewards run in processes (Ray
 actors), never threads. The pool owns:
@@ -47,7 +47,7 @@ from reward import RewardResult
 from reward.kinds import RewardKind, make_reward
 
 if TYPE_CHECKING:
-    from actors.generation import Group
+    from actors.driver.generation import Group
 
 # A batch (then a single job) is tried this many times before its jobs are given up.
 _MAX_ATTEMPTS = 2

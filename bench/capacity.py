@@ -24,7 +24,7 @@ One synchronous step = generate + reward + train + sync (the phases do not overl
   forward and for the backward, gradients reduce-scattered: 3 x 140 GB per rank over EFA),
   partly overlapped. The slowest rank sets the time.
 - sync: the learner gathers the bf16 weights bucket by bucket and broadcasts each bucket to
-  every engine GPU (one after the other, as actors/weight_sync.py does).
+  every engine GPU (one after the other, as actors/driver/weight_sync.py does).
 - reward: the step's rollouts spread over the reward actors, at the measured CPU cost.
 """
 

@@ -73,7 +73,7 @@ def bare_run(
 def load(args: argparse.Namespace) -> list[Instance]:
     if not args.data:
         return [Instance.from_row(r) for r in load_demo_rows()[: args.instances]]
-    from data.validate import read_instances
+    from data.loader import read_instances
 
     return [i for i in read_instances(args.data, 0) if i.fail_to_pass][: args.instances]
 
@@ -203,8 +203,8 @@ def main() -> None:
     print(f"(3) environment (python 3.11, pytest 8.3.3 as of 2025-01-01): cold {cold:.1f} s, warm {warm * 1000:.0f} ms")
     import ray
 
-    from actors.cluster import init_ray
-    from actors.test_pool import TestPool
+    from actors.cluster.join import init_ray
+    from reward.execution.pool import TestPool
 
     init_ray("", num_cpus=2, include_dashboard=False, quiet=True)
     rates = {}

@@ -3,7 +3,7 @@
 
     python bench/gharchive.py [--hours 4] [--events-per-hour 100000] [--repeats 2]
 
-The input is generated (data/gharchive_sample.py: the real event schema, 1 event in 12 part
+The input is generated (data/fixtures/gharchive_sample.py: the real event schema, 1 event in 12 part
 of an issue/PR story, the rest noise, as in a real hour where pushes, stars and forks
 dominate). One local Ray of 2 CPUs (127.0.0.1) serves both Ray modes: the CPU budget of Ray
 Data's executor (`execution_options.resource_limits`) is set to 1 or 2, so the workers, the
@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from actors.cluster.join import ray_session
+from data.fixtures.gharchive_sample import generate
 from data.gharchive import run_in_process, run_on_ray
-from data.gharchive_sample import generate
-from data.parallel import ray_session
 
 
 def _run_ray(files: list[str], cpus: int) -> tuple[list[str], int, float]:

@@ -4,7 +4,7 @@
     python bench/learner_gpu.py --tiny                     # CPU: small model, checks correctness
 
 For a machine with torch and transformers only (no Ray, vLLM or DeepSpeed): it imports nothing
-of the project but its pure modules (learner.grpo, learner.logprobs, learner.batch), which are
+of the project but its pure modules (learner.objectives.grpo, learner.logprobs, learner.batch), which are
 exactly what each DeepSpeed rank runs per micro-batch. Both paths train the same randomly
 initialised Llama-architecture model (bf16 weights, AdamW) on the same batch (default 16 rows
 x 2048 tokens, of which the last `--completion-len` are the completion):
@@ -40,9 +40,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from learner import grpo  # noqa: E402
 from learner.batch import TrainSample, collate  # noqa: E402
 from learner.logprobs import completion_logprobs  # noqa: E402
+from learner.objectives import grpo  # noqa: E402
 
 CLIP_EPS = 0.2
 # The default shape: a Llama with 24 layers of width 1024 and a Llama-3 vocabulary.

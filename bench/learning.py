@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from hydra import compose, initialize_config_dir
 
 from actors.reward_pool import ScoreJob
-from actors.rollout import GenerationRequest
+from actors.rollout.actor import GenerationRequest
 from conf import config
 from data.demo import demo_parquet_path
 from data.loader import PromptItem

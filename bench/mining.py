@@ -2,7 +2,7 @@
 
     python bench/mining.py [--git PATH --repo owner/name] [--limit N] [--workers 2]
 
-Without --git it generates a synthetic history (data/synthetic.py) of --prs PRs. Both runs
+Without --git it generates a synthetic history (data/fixtures/synthetic.py) of --prs PRs. Both runs
 mine the same PRs through data.build's own pipeline (history walk, diffs, contents, apply
 check, relevant files, filters) and must give the same outcomes; shard writing is left out
 so that only mining is timed. Ray's start-up (cluster, workers, the task function) is timed
@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from actors.cluster.join import ray_session
 from data.build import BuildConfig, iter_outcomes, resolve_sources
-from data.parallel import ray_session
-from data.synthetic import generate_history
+from data.fixtures.synthetic import generate_history
 
 
 def _mine(cfg: BuildConfig, workers: int) -> tuple[list[tuple[str, str]], float]:

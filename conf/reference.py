@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 
 from conf import config
+from conf.eval import EvalConfig
 
 SECTIONS = [
     ("", config.TrainConfig),
@@ -53,12 +54,11 @@ def render() -> str:
     ]
     for prefix, cls in SECTIONS:
         rows += [f"## `{prefix or 'top level'}`", "", *_table(prefix, cls)]
-    from actors.evaluate import EvalConfig  # a command's own schema, not the trainer's
 
     rows += [
         "## `python -m actors.evaluate`",
         "",
-        "The evaluation command's keys (`key=value`; actors/evaluate.py `EvalConfig`, `--help`).",
+        "The evaluation command's keys (`key=value`; conf/eval.py `EvalConfig`, `--help`).",
         "",
         *_table("", EvalConfig),
     ]

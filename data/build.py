@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import itertools
 import json
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -32,18 +31,26 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from actors.cluster.join import ray_session
 from conf.errors import UserError
 from conf.progress import Progress
-from data.context_step import MODES, ContextChooser, ContextConfig, engine_asker
-from data.filters import FilterConfig, new_counts, summary_table
-from data.gitrepo import GitError, Repo, parse_clone
-from data.mining import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
-from data.neardup import NearDuplicates
-from data.parallel import chunked, map_in_process, map_on_ray, ray_session
-from data.pulls import merged_pull_requests
+from data.context.step import MODES, ContextChooser, ContextConfig
+from data.mining.extract import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
+from data.mining.filters import FilterConfig, new_counts, summary_table
+from data.mining.gitrepo import GitError, Repo, parse_clone
+from data.mining.neardup import NearDuplicates
+from data.mining.parallel import chunked, map_in_process, map_on_ray
+from data.mining.pulls import merged_pull_requests
+from data.mining.sources import (
+    InputError,
+    iter_json_records,
+    iter_records,
+    iter_swebench_rows,
+    read_excluded_repos,
+    read_issue_index,
+)
 from data.schema import SCHEMA_VERSION
 from data.shards import ShardWriter, prepare_output, write_manifest
-from data.sources import InputError, iter_json_records, iter_records, iter_swebench_rows, read_issue_index
 
 # Skips with a reason of their own (a git error, an unknown commit) shown per reason, and kept
 # in the manifest: enough to see what went wrong without a log of every candidate.
@@ -70,7 +77,7 @@ class BuildConfig:
     overwrite: bool = False
     # Instances per Parquet shard.
     shard_size: int = 1000
-    # K: relevant unchanged files added to each context (data/context.py's rule; 0 = none).
+    # K: relevant unchanged files added to each context (data/context/imports.py's rule; 0 = none).
     relevant_files: int = 3
     # Files listing instance ids to leave out: text (one id per line) or JSON/JSONL/Parquet
     # rows with an `instance_id` (a SWE-bench file works as is).
@@ -86,9 +93,9 @@ class BuildConfig:
     ray_address: str = ""
     # PRs (or rows) per Ray task: a commit range of the first-parent history.
     chunk_size: int = 16
-    # The filter switches and limits (data/filters.py).
+    # The filter switches and limits (data/mining/filters.py).
     filters: FilterConfig = field(default_factory=FilterConfig)
-    # How the relevant unchanged files are chosen, and the model that chooses them (data/context_step.py).
+    # How the relevant unchanged files are chosen, and the model that chooses them (data/context/step.py).
     context: ContextConfig = field(default_factory=ContextConfig)
 
 
@@ -117,29 +124,6 @@ def _ids_of_records(path: Path) -> Iterator[str]:
 
 
 # GitHub's rule for owner and repository names: letters, digits, '-', '_' and '.'.
-_REPO_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-
-
-def read_excluded_repos(paths: tuple[str, ...], flag: str = "--exclude-repos") -> frozenset[str]:
-    """Repositories to exclude, lower case, from the files `paths` (see BuildConfig.exclude_repos);
-    errors name `flag`, the switch that gave the files (data.gharchive's --repos reads them too)."""
-    repos: set[str] = set()
-    for path in paths:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"{p}: no such file ({flag})")
-        if p.suffix in (".parquet", ".json", ".jsonl", ".gz"):
-            entries = ((where, rec.get("repo") if isinstance(rec, dict) else None) for where, rec in iter_records(p))
-        else:
-            lines = enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-            entries = ((f"{p}: line {n}", ln.strip()) for n, ln in lines if ln.strip() and not ln.startswith("#"))
-        for where, repo in entries:
-            if not (isinstance(repo, str) and _REPO_RE.fullmatch(repo)):
-                raise InputError(f"{where}: expected a repository as owner/name, got {repo!r} ({flag})")
-            repos.add(repo.lower())
-    return frozenset(repos)
-
-
 def _job(cfg: BuildConfig, repo_name: str) -> MineJob:
     index = read_issue_index(list(cfg.issues), repo_name) if cfg.issues else None
     require = cfg.filters.require_linked_issue
@@ -323,6 +307,8 @@ def _chooser(cfg: BuildConfig, sources: list[dict[str, Any]], out: Path, workers
     candidate order."""
     if cfg.context.mode != "model" or cfg.relevant_files == 0:
         return None
+    from actors.rollout.context_engine import engine_asker  # torch and Ray: only for --context model
+
     git_of = {str(s["repo"]).lower(): str(s["git"]) for s in sources if s.get("git")}
     start = engine_asker(cfg.context, seed=0, on_ray=bool(workers))
     return ContextChooser(cfg.context, cfg.relevant_files, cfg.filters, git_of, out, start)
@@ -412,7 +398,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--workers", type=int, help="mine on a local Ray with this many CPUs")
     add("--ray-address", help="mine on an existing Ray cluster")
     add("--chunk-size", type=int, help="PRs per Ray task")
-    flt = ap.add_argument_group("filters (data/filters.py)")
+    flt = ap.add_argument_group("filters (data/mining/filters.py)")
     for name, what in [
         ("bots", "bot PRs"),
         ("require-linked-issue", "PRs without a linked issue"),
@@ -437,7 +423,7 @@ def _parser() -> argparse.ArgumentParser:
         "an evaluation row (--exclude / --exclude-repos files) or a kept instance "
         f"(default: {FilterConfig.near_dup_threshold}; 0 = off)",
     )
-    _context_flags(ap.add_argument_group("relevant files (data/context_step.py)"))
+    _context_flags(ap.add_argument_group("relevant files (data/context/step.py)"))
     return ap
 
 

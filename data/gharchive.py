@@ -20,7 +20,7 @@ same, as three stages that run in-process or as a streaming Ray Data pipeline:
 3. the driver writes the records, REST issue objects (a PR is one with a `pull_request` key),
    as JSON lines (`.gz` when the name ends so), atomically: a failed run leaves no file.
 
-Linked issues follow data.pulls' closing-keyword rule (`fixes #N`, `closes owner/name#N` of the
+Linked issues follow data.mining.pulls' closing-keyword rule (`fixes #N`, `closes owner/name#N` of the
 same repository, an issue URL) in the PR's title and body; data.build applies the same rule to
 the same text again, and to the PR's commit messages, which the events do not carry.
 
@@ -48,10 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+from actors.cluster.join import ray_session
 from conf.errors import UserError, fail
 from conf.io import atomic_write, check_output
-from data.pulls import linked_issues
-from data.sources import InputError
+from data.mining.pulls import linked_issues
+from data.mining.sources import InputError, read_excluded_repos
 
 Fact = dict[str, str]  # {"key": "owner/name#N", "kind": ..., "time": ISO 8601, "data": JSON}
 STATS_KEY = ""  # the key of every file's event counts: one small group
@@ -319,6 +320,7 @@ def run_on_ray(
     """Stages 1 and 2 as a streaming Ray Data pipeline: one read task per file (the files must
     be at the same path on every node: a shared file system), a sort-based shuffle on the key
     into `partitions` (Ray Data's default, 200, costs seconds of tasks on a small input)."""
+    # Ray Data: only for --workers / --ray-address
     import ray.data
     from ray.data.context import ShuffleStrategy
 
@@ -373,7 +375,6 @@ def convert(cfg: ArchiveConfig) -> Counter[str]:
         raise InputError("--input DIR_OR_GLOB is required")
     files = expand_inputs(cfg.inputs)
     check_output(cfg.out, files, what="--out")
-    from data.build import read_excluded_repos  # the same file formats as --exclude-repos
 
     repos = read_excluded_repos((cfg.repos,), flag="--repos") if cfg.repos else None
     started = time.monotonic()
@@ -385,8 +386,6 @@ def convert(cfg: ArchiveConfig) -> Counter[str]:
     if not (cfg.workers or cfg.ray_address):
         counts = write_dump(run_in_process(files, repos, cfg.discussion, progress), cfg.out)
     else:
-        from data.parallel import ray_session
-
         # Ray Data shows its own progress bars (rows per operator) on stderr while it runs.
         with ray_session(cfg.ray_address, cfg.workers) as cpus:
             # A few partitions per CPU: each reduce task holds its keys' facts in memory.

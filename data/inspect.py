@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow.dataset as pads
 
-from data.filters import REASONS
+from data.mining.filters import REASONS
 from data.shards import read_manifest
 
 

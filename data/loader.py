@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from conf.config import DataConfig
+from data.demo import demo_parquet_path
 from data.prompt import build_messages, encode_prompt
 from data.schema import Instance, SchemaError
 from data.shards import check_manifest, check_shard, unlabelled_rows
@@ -50,8 +51,6 @@ class LoaderStats:
 
 def resolve_path(path: str) -> Path:
     if path == "demo":
-        from data.demo import demo_parquet_path
-
         return Path(demo_parquet_path())
     p = Path(path).expanduser()
     if not p.exists():
@@ -199,3 +198,15 @@ class InstanceLoader:
             order = _rng(self.seed, epoch, shard).permutation(len(rows))
             self._cache = (key, [rows[i] for i in order])
         return self._cache[1]
+
+
+def read_instances(path: str, limit: int) -> Iterator[Instance]:
+    """The instances of a Parquet file or directory (or `demo`) in file order, unshuffled and
+    unsplit; the first `limit` (0 = all). SchemaError names the shard and row of a bad one."""
+    n = 0
+    for shard in shard_files(resolve_path(path)):
+        for i, row in enumerate(pq.read_table(shard).to_pylist()):
+            yield Instance.from_row(row, where=f"{shard}: row {i}")
+            n += 1
+            if limit and n >= limit:
+                return

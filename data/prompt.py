@@ -16,14 +16,10 @@ another order. The reward reads files by path, so it does not depend on the orde
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from data.schema import Instance
-from reward import OracleAnswerError, oracle_answer
-
-log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
     "You are a software engineer who fixes bugs in open-source repositories. "
@@ -107,15 +103,3 @@ def encode_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
     if isinstance(ids, Mapping):  # transformers 5 may return a BatchEncoding
         ids = ids["input_ids"]
     return [int(i) for i in ids]
-
-
-def oracle_completion(tokenizer: Any, instance: Instance) -> tuple[str, list[int]] | None:
-    """The oracle answer in the answer format (reward.oracle_answer) and its token ids with the
-    end-of-turn token, as the model would have to write it; None (logged) when the format cannot
-    express the oracle change. The target of the SFT warm start and of guided GRPO."""
-    try:
-        text = oracle_answer(instance.code_context, instance.oracle_new_content)
-    except OracleAnswerError as exc:
-        log.info("[oracle] %s: no oracle answer (%s)", instance.instance_id, exc)
-        return None
-    return text, [*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]

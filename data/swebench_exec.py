@@ -30,7 +30,7 @@ Dropped, counted per reason: duplicate (a row whose instance_id came before: the
 kept), no_clone, no_spec (repository or version not in the specs), needs_apt (a `pre_install`
 step installs system packages), pre_install (other shell steps, not supported), conda_env (an
 environment.yml), install_unsupported, no_test_patch (none in the row, none matched), and the
-mining reasons (data/mining.py: unknown_commit, patch_mismatch, ...).
+mining reasons (data/mining/extract.py: unknown_commit, patch_mismatch, ...).
 
 Rows without a test patch (SWE-bench Lite's, `requests_lite.jsonl`) get one from a mined PR of
 the same base commit whose patch is the row's (`--test-patches`: data.build output of that
@@ -53,16 +53,18 @@ from pathlib import Path
 from typing import Any
 
 from conf.errors import UserError, fail
-from data.diffs import is_test_path
-from data.filters import FilterConfig
-from data.gitrepo import GitError, Repo, parse_clone
-from data.mining import MineJob, mine_swebench_row
+from data.loader import read_instances
+from data.mining.diffs import is_test_path
+from data.mining.extract import MineJob, mine_swebench_row
+from data.mining.filters import FilterConfig
+from data.mining.gitrepo import GitError, Repo, parse_clone
+from data.mining.sources import iter_swebench_rows
 from data.patching import PatchError, parse_patch
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
-from data.sources import iter_swebench_rows
 from reward.execution import declared
 from reward.execution.environments import TEST_DATA, EnvSpec, InterpreterUnavailable, find_python
+from reward.execution.environments import _utc as utc
 from reward.execution.pythons import RELEASES
 
 SPECS_PATH = Path(__file__).with_name("swebench_specs.json")
@@ -190,7 +192,6 @@ def normalized(patch: str) -> str:
 
 def mined_test_patches(paths: list[str]) -> dict[tuple[str, str], str]:
     """(base commit, normalized patch) -> test patch, of mined instances (data.build output)."""
-    from data.validate import read_instances
 
     out: dict[tuple[str, str], str] = {}
     for path in paths:
@@ -289,7 +290,6 @@ def _labels(value: Any) -> list[str] | None:
 
 
 def _utc(when: str | None) -> str | None:
-    from reward.execution.environments import _utc as utc
 
     return utc(when) if when else None
 
@@ -352,7 +352,6 @@ def convert(rows: list[str], clones: list[str], out_dir: str, mined: list[str], 
 def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
     """Per instance: the validated FAIL_TO_PASS vs the official one (equal, or the tests only
     one side has), and how much of the official PASS_TO_PASS the validated one covers."""
-    from data.validate import read_instances
 
     official = {i.instance_id: i for i in read_instances(official_dir, 0)}
     labels_path = Path(validated_dir) / "_labels.json"

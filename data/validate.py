@@ -4,7 +4,7 @@
         [--workers N | --ray-address ADDR] [--limit N] [--overwrite]
 
 For each instance with a test patch, its tests (the test files the test patch touches) run in
-the sandbox on the test-runner pool (actors/test_pool.py) three times:
+the sandbox on the test-runner pool (reward/execution/pool.py) three times:
 
     before   the base commit with the test patch only
     after    with the oracle patch and the test patch, twice
@@ -39,19 +39,22 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-import pyarrow.parquet as pq
-
+from actors.cluster.join import ray_session
 from conf import logs
 from conf.config import ExecutionConfig
 from conf.errors import UserError, fail
 from conf.io import write_text
-from data.loader import resolve_path, shard_files
+from data.loader import read_instances
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
-from reward.execution.environments import EnvSpec
+from reward.execution.environments import EnvSpec, derive_spec
+from reward.execution.pool import TestPool
+from reward.execution.runner import TestJob
+from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
 log = logging.getLogger(__name__)
 EXAMPLES = 5  # per outcome, in the manifest
@@ -105,19 +108,8 @@ def _why_none(after: object) -> str:
     return why
 
 
-def read_instances(path: str, limit: int) -> Iterator[Instance]:
-    n = 0
-    for shard in shard_files(resolve_path(path)):
-        for i, row in enumerate(pq.read_table(shard).to_pylist()):
-            yield Instance.from_row(row, where=f"{shard}: row {i}")
-            n += 1
-            if limit and n >= limit:
-                return
-
-
 def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[Labels]:
     """Labels of every instance, running its tests on `pool` (a TestPool)."""
-    from reward.execution.runner import TestJob
 
     jobs, slots = [], []
     for index, inst in enumerate(instances):
@@ -139,10 +131,6 @@ def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[
 def derive_environments(instances: list[Instance], cfg: ExecutionConfig) -> list[Instance]:
     """Each instance without an environment gets the one its snapshot declares (derive_spec);
     an instance whose snapshot cannot be made keeps none (its runs count it: no_snapshot)."""
-    from pathlib import Path
-
-    from reward.execution.environments import derive_spec
-    from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
     snapshots = Snapshots(Path(cfg.cache_dir).expanduser().resolve() / "snapshots", cfg.repos)
     out = []
@@ -193,8 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if derive:
         instances = derive_environments(instances, cfg)
-    from actors.test_pool import TestPool
-    from data.parallel import ray_session
 
     with ray_session(args.ray_address, max(args.workers, 1)):
         pool = TestPool(cfg)

@@ -26,8 +26,8 @@ from conf.errors import UserError
 from conf.logs import actor_env
 from conf.runtime import Runtime
 from learner.batch import RankBatch, TrainSample, shard
-from learner.losses import LOSSES
-from learner.overlong import keep_untruncated
+from learner.objectives.losses import LOSSES
+from learner.objectives.overlong import keep_untruncated
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
 from learner.worker import LearnerWorker
@@ -120,7 +120,7 @@ class LearnerGroup:
         """One policy update over the step's samples (every rank, one optimizer step). Rows whose
         advantage is 0 are not sent through the model when that is exact (no KL term). Returns
         the loss statistics and the padding statistics. With `learner.overlong=filter` the
-        samples cut at the generation limit are left out (learner/overlong.py)."""
+        samples cut at the generation limit are left out (learner/objectives/overlong.py)."""
         kept = keep_untruncated(samples) if self.cfg.overlong == "filter" else list(samples)
         batches, pad_stats = self.shard(kept, drop_zero_advantage=self.cfg.kl_coef == 0)
         refs = [w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)]
@@ -195,7 +195,7 @@ def combine_stats(parts: list[dict[str, float]]) -> dict[str, float]:
     out = {"loss": sum(p["loss"] for p in parts), "grad_norm": parts[0]["grad_norm"]}
     for key in ("clip_frac", "approx_kl_old", "ratio_mean", "kl_ref", "entropy"):
         out[key] = sum(p[key] for p in parts) / tokens
-    # The rollout/learner mismatch over the tokens with engine logprobs (learner/mismatch.py).
+    # The rollout/learner mismatch over the tokens with engine logprobs (learner/objectives/mismatch.py).
     out["logprob_diff_mean"] = sum(p["logprob_diff_sum"] for p in parts) / (
         sum(p["logprob_diff_tokens"] for p in parts) or 1.0
     )

@@ -204,7 +204,7 @@ def engine_memory(
 
 
 def engine_share(prompts_per_step: int, group_size: int, engines: int, max_prompts_per_call: int) -> int:
-    """Sequences one engine generates at once in a sync step: the fleet (actors/fleet.py) hands
+    """Sequences one engine generates at once in a sync step: the fleet (actors/rollout/fleet.py) hands
     each engine one chunk at a time of ceil(prompts / engines) prompts, at most
     max_prompts_per_call, each with its group_size samples."""
     return min(math.ceil(prompts_per_step / engines), max_prompts_per_call) * group_size

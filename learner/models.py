@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from conf.config import ConfigError, ModelConfig
+from data.demo import demo_parquet_path, load_demo_rows
+from data.prompt import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SMOLLM2 = "smollm2-135m-instruct"
@@ -72,7 +74,8 @@ def resolve(cfg: ModelConfig) -> str:
 def tokenizer(model_path: str) -> Any:
     """The model's tokenizer. transformers is imported here, not at module level: importing it
     pins torch's compile cache under the temporary directory of that moment
-    (TORCHINDUCTOR_CACHE_DIR), which the driver first points at the run's own (actors/reaper.py)."""
+    (TORCHINDUCTOR_CACHE_DIR), which the driver first points at the run's own (actors/cluster/reaper.py)."""
+    # transformers pins torch's compile cache when imported (see the docstring)
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model_path)
@@ -113,6 +116,7 @@ def _convert_smollm2(out: Path) -> None:
         )
     src = Path(next(iter(spec.submodule_search_locations)))
     print(f"[model] converting {SMOLLM2} from {src / _GGUF_FILE} to {out.parent / SMOLLM2} (once; ~20 s)", flush=True)
+    # transformers pins torch's compile cache when imported (tokenizer())
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -128,14 +132,11 @@ def _convert_smollm2(out: Path) -> None:
 
 
 def _demo_fingerprint() -> str:
-    from data.demo import demo_parquet_path
 
     return hashlib.sha256(Path(demo_parquet_path()).read_bytes()).hexdigest()[:12]
 
 
 def _tiny_corpus() -> Iterator[str]:
-    from data.demo import load_demo_rows
-    from data.prompt import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
 
     yield SYSTEM_PROMPT
     yield FORMAT_INSTRUCTIONS
@@ -147,6 +148,7 @@ def _tiny_corpus() -> Iterator[str]:
 
 
 def build_tiny_tokenizer(out: Path) -> None:
+    # transformers pins torch's compile cache when imported (tokenizer())
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -174,6 +176,7 @@ def build_tiny_tokenizer(out: Path) -> None:
 
 def _build_tiny(out: Path, seed: int) -> None:
     os.environ.setdefault("DS_ACCELERATOR", "cpu")  # save_pretrained imports DeepSpeed, which probes for CUDA
+    # transformers pins torch's compile cache when imported (tokenizer())
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 

@@ -21,10 +21,11 @@ def _rows(path: Path) -> list[dict]:
 
 
 def plot_run(run_dir: str | Path) -> Path:
+    # matplotlib (a test extra): only when a curve is drawn
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     run = Path(run_dir)
     # A step run again after a resume (marked rerun) is logged twice: its last line counts.

@@ -21,9 +21,9 @@ from typing import Any
 from conf.config import TrainConfig
 from conf.progress import Progress
 from data.loader import InstanceLoader
-from data.prompt import oracle_completion
 from learner.batch import TrainSample
 from learner.group import LearnerGroup
+from reward.oracle import oracle_completion
 
 log = logging.getLogger(__name__)
 

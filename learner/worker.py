@@ -7,7 +7,7 @@ the paper (one update per 512 rollouts).
 
 Gradient scaling (docs/learner.md has the argument; tests/learner/test_deepspeed.py checks it
 against one rank and one micro-batch to float32 round-off): each micro-batch's loss is divided
-by the whole step's normaliser (learner/grpo.py), so the sum over micro-batches and ranks is
+by the whole step's normaliser (learner/objectives/grpo.py), so the sum over micro-batches and ranks is
 the step's loss. With `managed_gradient_accumulation: false` we own the boundary: backward()
 only accumulates, step() reduces and applies. `scale_wrt_gas=False` stops DeepSpeed dividing
 each loss by its nominal accumulation steps, and the reduction averages over the data-parallel
@@ -48,10 +48,10 @@ from conf import device as devices
 from conf.config import LearnerConfig
 from conf.logs import quiet_deepspeed, quiet_stdout
 from conf.runtime import Runtime
-from learner import mismatch
 from learner.batch import MicroBatch, RankBatch
 from learner.logprobs import completion_logprobs
-from learner.losses import PolicyLoss
+from learner.objectives import mismatch
+from learner.objectives.losses import PolicyLoss
 from learner.rng import rng_states, set_rng_states
 from learner.transport import Shipment, TransportCache, WeightTransport
 from learner.transport.buckets import Bucket, pack, plan_buckets
@@ -164,7 +164,7 @@ class LearnerWorker:
         self.micro_batches, self.verbose = micro_batches, run.verbose
         devices.require(run.device, f"learner rank {rank}")
         devices.pin_cpus(cfg.cpu_affinity, "learner.cpu_affinity")  # before torch starts its threads
-        self.loss = loss  # learner.loss, resolved by the driver (learner/losses.py)
+        self.loss = loss  # learner.loss, resolved by the driver (learner/objectives/losses.py)
         self.updates = 0  # optimizer steps applied = the policy_version of these weights
         self._plan: list[Bucket] | None = None
         self._transport = TransportCache()  # rank 0's transports (a collective one holds its group)
@@ -190,6 +190,7 @@ class LearnerWorker:
             LOCAL_WORLD_SIZE="1",
             DS_ACCELERATOR=devices.ds_accelerator(self.device),
         )
+        # DeepSpeed and transformers: in the learner's processes only
         import deepspeed
         from transformers import AutoModelForCausalLM
 
@@ -241,6 +242,7 @@ class LearnerWorker:
 
     def _load_reference(self, config: dict[str, Any]) -> torch.nn.Module:
         """The frozen initial policy for the KL term (loaded only when kl_coef > 0)."""
+        # DeepSpeed and transformers: in the learner's processes only
         import deepspeed
         from transformers import AutoModelForCausalLM
 
@@ -342,7 +344,7 @@ class LearnerWorker:
             t = self._tensors(mb)
             logprobs, entropy = self._policy_logprobs(t, self.temperature, with_entropy=True)
             engine = t["logprobs_old"]  # the engine's sampling logprobs; NaN where unknown (oracle answers)
-            # One update per step: these logprobs are the learner's before it (learner/mismatch.py).
+            # One update per step: these logprobs are the learner's before it (learner/objectives/mismatch.py).
             diff_sum, diff_n, diff_max = mismatch.logprob_diff(logprobs, engine, t["completion_mask"])
             sums["logprob_diff_sum"] += float(diff_sum)
             sums["logprob_diff_tokens"] += float(diff_n)
@@ -382,6 +384,7 @@ class LearnerWorker:
         """`train_step`, also returning the full gradient the optimizer receives (rank 0; None
         elsewhere): after DeepSpeed's reduction over ranks and micro-batches, before clipping.
         For tests and debugging: it gathers every parameter's gradient onto every rank."""
+        # DeepSpeed: in the learner's processes only
         from deepspeed.utils import safe_get_full_grad
 
         optimizer, grads = self.engine.optimizer, list[torch.Tensor]()
@@ -493,6 +496,7 @@ class LearnerWorker:
     def _gathered(self, params: list[torch.nn.Parameter]) -> Any:
         if self.cfg.zero_stage != 3:
             return nullcontext()
+        # DeepSpeed: in the learner's processes only
         import deepspeed
 
         return deepspeed.zero.GatheredParameters(params, modifier_rank=None)

@@ -5,7 +5,7 @@
 
 Rules 1-3 (format, edits, apply) live in `reward.parse` and `reward.apply`, rules 4-5 (diffs
 and their similarity) in `reward.similarity`, rule 6 (diff-vs-diff, for agents that emit
-patches) in `reward.patches`; the literal, slow transcription is `reward.reference`. This
+patches) in `reward.patches`; the literal, slow transcription is `reward.spec`. This
 module is the one boundary where a rejected output becomes -1 and every outcome a
 `RewardResult` with its reason.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from reward.apply import apply_edits
 from reward.parse import Rejected, parse_output, quote
 from reward.patches import file_changes
-from reward.similarity import Similarity, compare_diffs, file_diffs
+from reward.similarity import Comparison, compare_diffs, file_diffs
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def oracle_diffs(code_context: Mapping[str, str], oracle_new_content: Mapping[st
     return file_diffs(code_context, oracle_new_content)
 
 
-def _result(similarity: Similarity, oversized: Sequence[str]) -> RewardResult:
+def _result(similarity: Comparison, oversized: Sequence[str]) -> RewardResult:
     reasons = [f"timeout: {quote(path)}" for path in similarity.timed_out if path not in oversized]
     reasons += [f"too large: {quote(path)}" for path in oversized if path in similarity.timed_out]
     return RewardResult(similarity.reward, "; ".join(reasons) or None, True, bool(reasons))

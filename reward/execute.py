@@ -8,7 +8,7 @@ environment), or `demo`. FILE: SWE-bench predictions, one object per line (JSONL
 list, each with `instance_id`, `model_name_or_path` and `model_patch` (a unified diff).
 
 Each prediction's patch and then the instance's test patch are applied to the snapshot and the
-instance's tests run in the sandbox, on the test-runner pool (actors/test_pool.py). Resolved
+instance's tests run in the sandbox, on the test-runner pool (reward/execution/pool.py). Resolved
 = every FAIL_TO_PASS and every PASS_TO_PASS test passed. DIR/report.json, with SWE-bench's
 field names so that tools that read one read the other:
 
@@ -34,54 +34,18 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from actors.cluster.join import ray_session
 from conf import logs
 from conf.config import ExecutionConfig
 from conf.errors import UserError, fail
 from conf.io import write_text
+from data.loader import read_instances
+from reward.execution.pool import TestPool
+from reward.execution.predictions import read_predictions, report
+from reward.execution.runner import TestJob
 
 log = logging.getLogger(__name__)
-
-
-def read_predictions(path: str) -> list[dict[str, Any]]:
-    """SWE-bench predictions (JSONL or a JSON list); UserError naming the line or field."""
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        rows = (
-            json.loads(text)
-            if text.lstrip().startswith("[")
-            else [json.loads(s) for s in text.splitlines() if s.strip()]
-        )
-    except ValueError as exc:
-        raise UserError(f"--predictions {path}: not JSON or JSONL ({exc})") from None
-    for i, row in enumerate(rows):
-        for key in ("instance_id", "model_patch"):
-            if not isinstance(row, dict) or not isinstance(row.get(key), str):
-                raise UserError(f"--predictions {path}: prediction {i}: field {key!r} missing or not a string")
-    return rows
-
-
-def report(predictions: list[dict[str, Any]], runs: dict[str, Any], missing: list[str]) -> dict[str, Any]:
-    empty = [p["instance_id"] for p in predictions if not p["model_patch"].strip()]
-    resolved = sorted(i for i, r in runs.items() if r.status == "ok" and r.resolved)
-    unresolved = sorted(i for i, r in runs.items() if r.status == "ok" and not r.resolved)
-    errors = {i: f"{r.status}: {r.reason}" for i, r in sorted(runs.items()) if r.status != "ok"}
-    return {
-        "total_predictions": len(predictions),
-        "submitted": len(runs),
-        "completed": len(resolved) + len(unresolved),
-        "resolved": len(resolved),
-        "unresolved": len(unresolved),
-        "error": len(errors),
-        "empty_patch": len(empty),
-        "resolved_ids": resolved,
-        "unresolved_ids": unresolved,
-        "error_ids": errors,
-        "tampered_ids": sorted(i for i, r in runs.items() if r.status == "tampered"),
-        "empty_patch_ids": sorted(empty),
-        "missing_instance_ids": sorted(missing),
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +62,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
     args = parser.parse_args(argv)
     logs.setup()
-    from data.validate import read_instances
 
     try:
         predictions = read_predictions(args.predictions)
@@ -107,15 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except (UserError, OSError) as exc:
         fail(parser.prog, str(exc))
-    from reward.execution.runner import TestJob
 
     missing = [p["instance_id"] for p in predictions if p["instance_id"] not in instances]
     todo = [p for p in predictions if p["instance_id"] in instances and p["model_patch"].strip()]
     jobs = [TestJob(instances[p["instance_id"]], p["model_patch"], job_id=p["instance_id"]) for p in todo]
     cfg = ExecutionConfig(num_runners=args.workers, cache_dir=args.cache_dir, repos=args.git, wall_s=args.wall_s)
     started = time.monotonic()
-    from actors.test_pool import TestPool
-    from data.parallel import ray_session
 
     with ray_session(args.ray_address, max(args.workers, 1)):
         pool = TestPool(cfg)

@@ -24,12 +24,19 @@ followed by a fence: those raise OracleAnswerError naming the file, for the call
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import cydifflib
 
 from reward.apply import apply_edits
 from reward.parse import Rejected, parse_output
+
+if TYPE_CHECKING:
+    from data.schema import Instance
+
+log = logging.getLogger(__name__)
 
 _CONTEXT_LINES = 1
 # After this many one-line growths, a block grows by half its size per step: a file of many
@@ -130,3 +137,15 @@ def oracle_answer(code_context: Mapping[str, str], oracle_new_content: Mapping[s
     answer = f"<think>\n{_thought(changed)}\n</think>\n<solution>\n" + "\n\n".join(blocks) + "\n</solution>"
     _verify(code_context, oracle_new_content, answer)
     return answer
+
+
+def oracle_completion(tokenizer: Any, instance: Instance) -> tuple[str, list[int]] | None:
+    """The oracle answer in the answer format (oracle_answer) and its token ids with the
+    end-of-turn token, as the model would have to write it; None (logged) when the format cannot
+    express the oracle change. The target of the SFT warm start and of guided GRPO."""
+    try:
+        text = oracle_answer(instance.code_context, instance.oracle_new_content)
+    except OracleAnswerError as exc:
+        log.info("[oracle] %s: no oracle answer (%s)", instance.instance_id, exc)
+        return None
+    return text, [*tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]

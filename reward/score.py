@@ -29,10 +29,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from conf.config import RewardConfig
 from conf.errors import UserError, fail
 from conf.io import atomic_write, check_output
 from reward.core import RewardResult, score_output, score_patches
-from reward.similarity import DEFAULT_MAX_PAIR_SECONDS
 from reward.workers import LimitedPool
 
 PROGRESS_INTERVAL_S = 5.0
@@ -148,7 +148,7 @@ def run(
     output_path: str,
     *,
     workers: int = 1,
-    max_pair_seconds: float | None = DEFAULT_MAX_PAIR_SECONDS,
+    max_pair_seconds: float | None = RewardConfig.max_pair_seconds,
     line_timeout_s: float | None = LINE_TIMEOUT_S,
     progress_interval_s: float = PROGRESS_INTERVAL_S,
 ) -> dict[str, int]:
@@ -186,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-pair-seconds",
         type=float,
-        default=DEFAULT_MAX_PAIR_SECONDS,
+        default=RewardConfig.max_pair_seconds,
         help="a diff pair whose similarity would take longer scores 0 with error 'timeout: <path>', as in the "
-        f"trainer; 0 = no cap (default {DEFAULT_MAX_PAIR_SECONDS:g})",
+        f"trainer; 0 = no cap (default {RewardConfig.max_pair_seconds:g})",
     )
     parser.add_argument(
         "--line-timeout-s",

@@ -37,8 +37,6 @@ import cydifflib
 # real and random diffs (35 ns) rounded up. A fixed constant, not a measurement at run time, so
 # that the decision is deterministic; faster machines only make the cap more conservative.
 SECONDS_PER_UNIT = 40e-9
-# The trainer's cap (reward.max_pair_seconds) and the command line's (--max-pair-seconds).
-DEFAULT_MAX_PAIR_SECONDS = 10.0
 # difflib's autojunk heuristic (used by unified_diff, never by the ratio): in a sequence b of at
 # least 200 elements, an element occurring more than len(b) // 100 + 1 times is ignored.
 _AUTOJUNK_MIN_LEN = 200
@@ -108,7 +106,7 @@ def diff_ratio(pred: str, oracle: str) -> float:
 
 
 @dataclass(frozen=True)
-class Similarity:
+class Comparison:
     """Rule 5's result: the mean, the per-path ratios, and the paths the time cap scored 0."""
 
     reward: float
@@ -118,7 +116,7 @@ class Similarity:
 
 def compare_diffs(
     pred: Mapping[str, str | None], oracle: Mapping[str, str | None], max_pair_seconds: float | None = None
-) -> Similarity:
+) -> Comparison:
     """Rule 5 over the union of paths; a None diff (over the cap) scores 0 as timed out.
 
     A capped path that the other side lacks would have scored 0 anyway: it is not reported.
@@ -135,4 +133,4 @@ def compare_diffs(
         else:
             ratios[path] = diff_ratio(left, right)
     reward = math.fsum(ratios.values()) / len(ratios) if ratios else 1.0
-    return Similarity(reward, ratios, tuple(timed_out))
+    return Comparison(reward, ratios, tuple(timed_out))

@@ -138,7 +138,7 @@ class JobRun(SmokeRun):
     status: str = ""
     logs: str = ""
     scrapes: list[dict[str, float]] | None = None  # swe_rl_* gauges seen on the Prometheus endpoint
-    # Prometheus's answer to each query of the Grafana dashboard (actors/dashboard.py), the
+    # Prometheus's answer to each query of the Grafana dashboard (actors/observe/dashboard.py), the
     # `run` variable set to this run; empty with `no_prometheus` saying why.
     panels: dict[str, list[dict]] = field(default_factory=dict)
     no_prometheus: str = ""
@@ -168,7 +168,7 @@ def job_run(tmp_path_factory) -> JobRun:
     from ray.cluster_utils import Cluster
     from ray.job_submission import JobSubmissionClient
 
-    from actors.cluster import loopback_only
+    from actors.cluster.join import loopback_only
     from learner.transport.collective import listen_socket
 
     loopback_only()
@@ -260,7 +260,7 @@ def job_run(tmp_path_factory) -> JobRun:
 def _dashboard_queries(prometheus: Prometheus, run_dir: Path, started: float) -> dict[str, list[dict]]:
     """Every query of the Grafana dashboard over the run, once Prometheus has scraped the
     last step (waited for here, while the cluster is still up)."""
-    from actors.dashboard import build
+    from actors.observe.dashboard import build
 
     prometheus.ready()
     run = run_dir.name

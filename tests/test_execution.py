@@ -112,11 +112,14 @@ def test_the_harness_writes_a_swebench_style_report(tmp_path):
 
 
 def test_evaluation_reports_resolution_when_the_instances_carry_tests():
-    from actors import evaluate as ev
+    from actors.eval import oracle_context
+    from conf import eval as eval_config
     from conf.config import ModelConfig
     from learner.models import resolve
 
     tiny = resolve(ModelConfig(name="tiny"))
-    report = ev.evaluate(ev.parse_args([f"checkpoint={tiny}", "data=demo", "--oracle", "samples=2", "limit=2"]))
+    report = oracle_context.evaluate(
+        eval_config.parse_args([f"checkpoint={tiny}", "data=demo", "--oracle", "samples=2", "limit=2"])
+    )
     assert report.summary["tests"]["resolve_rate"] == 1.0 and report.summary["tests"]["resolved_any"] == 1.0
     assert report.summary["tests"]["test_runs"] == 2  # greedy and samples share one patch per instance

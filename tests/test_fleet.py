@@ -12,7 +12,7 @@ import ray
 from hydra import compose, initialize
 from ray.cluster_utils import Cluster
 
-from actors.cluster import loopback_only
+from actors.cluster.join import loopback_only
 from conf import config
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent

@@ -49,9 +49,9 @@ import pytest
 import torch
 from hydra import compose, initialize
 
-from actors.fleet import RolloutFleet
-from actors.rollout import engine_args
-from actors.weight_sync import sync_world_size
+from actors.driver.weight_sync import sync_world_size
+from actors.rollout.actor import engine_args
+from actors.rollout.fleet import RolloutFleet
 from conf import config
 from conf import device as devices
 from learner.batch import nominal_micro_batches
@@ -201,7 +201,7 @@ def test_deepspeed_engine_check_rejects_overlap_comm_without_partitioned_gradien
 
 # -- 2. the engine arguments, through vLLM --------------------------------------------------
 
-# Set by CPU engines elsewhere in a test session (actors/rollout.py) or by a user; they would
+# Set by CPU engines elsewhere in a test session (actors/rollout/actor.py) or by a user; they would
 # change what vLLM's CPU platform decides, or lift the max_model_len check.
 _VLLM_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
 
@@ -246,7 +246,7 @@ def test_vllm_accepts_the_engine_arguments_for_tp8(preset, vllm_config):
     assert cache.gpu_memory_utilization == 0.9 and cache.enable_prefix_caching
     assert model.logprobs_mode == "processed_logprobs"  # logprobs at the sampling temperature (GRPO ratio)
     assert not model.enforce_eager  # CUDA graphs on a GPU (the CPU engine runs eager)
-    assert parallel.worker_extension_cls == "actors.vllm_ext.WeightSyncExtension"
+    assert parallel.worker_extension_cls == "actors.rollout.vllm_ext.WeightSyncExtension"
     from vllm.utils.import_utils import resolve_obj_by_qualname
 
     # How vLLM's workers load the weight-sync extension.
@@ -320,7 +320,7 @@ def test_the_70b_parameter_list_is_the_one_transformers_builds():
 
 
 def test_the_weight_sync_bucket_plan_of_the_70b_model(preset):
-    limit = preset.trainer.sync_bucket_mb << 20  # as actors/weight_sync.py asks the learner
+    limit = preset.trainer.sync_bucket_mb << 20  # as actors/driver/weight_sync.py asks the learner
     assert limit == 2**30
     params = llama_parameters(ARCH)
     plan = plan_buckets([(n, s, preset.model.dtype) for n, s in params], limit)

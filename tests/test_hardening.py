@@ -235,7 +235,7 @@ def test_corrupt_training_data_stops_the_trainer_in_one_line_before_ray(tmp_path
 
 
 def test_the_ray_token_is_readable_by_its_owner_only(tmp_path, monkeypatch):
-    from actors.cluster import auth_token, private_token
+    from actors.cluster.join import auth_token, private_token
 
     monkeypatch.setenv("HOME", str(tmp_path))
     private_token()
@@ -250,15 +250,15 @@ def test_the_ray_token_is_readable_by_its_owner_only(tmp_path, monkeypatch):
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:
-    from actors.reaper import _start_time
-    from actors.reaper import descendants as tree
+    from actors.cluster.reaper import _start_time
+    from actors.cluster.reaper import descendants as tree
 
     return [(p, s) for p in tree([pid]) if (s := _start_time(p)) is not None]
 
 
 @pytest.mark.slow
 def test_a_killed_driver_leaves_no_process_and_no_temporary_files(tmp_path):
-    from actors.reaper import _start_time
+    from actors.cluster.reaper import _start_time
 
     # A short temporary root: Unix socket paths under it (multiprocessing's, Ray's) are limited to 107 bytes.
     tmp = Path(tempfile.mkdtemp(prefix="kill-", dir="/tmp"))

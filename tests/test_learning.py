@@ -35,8 +35,8 @@ def instance_path(tmp_path_factory):
 
 def assert_quiet_control_plane() -> None:
     """ray.quiet (the default) put the local cluster's daemons under SCHED_IDLE, not its workers."""
-    from actors import ray_quiet
-    from actors.reaper import descendants
+    from actors.cluster import quiet as ray_quiet
+    from actors.cluster.reaper import descendants
 
     daemons = ray_quiet.control_plane_pids(os.getpid())
     names = " ".join(ray_quiet.command_line(p) for p in daemons)
@@ -50,7 +50,7 @@ def assert_quiet_control_plane() -> None:
 
 def test_sft_then_grpo_raises_the_reward(instance_path, tmp_path):
     import train
-    from actors.cluster import loopback_only
+    from actors.cluster.join import loopback_only
 
     cfg = compose_config(tmp_path / "run", instance_path, seed=0, steps=16)
     loopback_only()

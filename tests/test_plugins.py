@@ -23,7 +23,7 @@ from ray import cloudpickle
 
 from conf import config
 from conf.config import LearnerConfig
-from learner.advantages import ADVANTAGES
+from learner.objectives.advantages import ADVANTAGES
 from learner.transport import TRANSPORTS, WeightTransport
 from learner.transport.buckets import DTYPES, Bucket, unpack
 from reward import RewardResult
@@ -90,7 +90,7 @@ def registered():
 
 def test_plugins_defined_here_run_a_training_step(registered, tmp_path):
     import train
-    from actors.cluster import loopback_only
+    from actors.cluster.join import loopback_only
 
     Files.root = str(tmp_path / "buckets")
     Path(Files.root).mkdir()

@@ -53,7 +53,7 @@ def test_every_dashboard_panel_shows_the_run_in_a_real_prometheus(job_run):
     Grafana dashboard has data, and each gauge's last value is the last metrics line's."""
     if job_run.no_prometheus:
         pytest.skip(job_run.no_prometheus)
-    from actors.dashboard import build, query
+    from actors.observe.dashboard import build, query
 
     run = job_run.run_dir.name
     empty = [
@@ -75,7 +75,7 @@ def test_every_dashboard_panel_shows_the_run_in_a_real_prometheus(job_run):
 def test_the_dashboard_is_installed_where_ray_s_grafana_provisioning_reads(job_run):
     import yaml
 
-    from actors.dashboard import FILE_NAME, build
+    from actors.observe.dashboard import FILE_NAME, build
 
     provisioning = job_run.session_dir / "metrics" / "grafana" / "provisioning" / "dashboards" / "default.yml"
     (provider,) = yaml.safe_load(provisioning.read_text())["providers"]

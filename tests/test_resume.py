@@ -67,7 +67,7 @@ def test_resume_continues_the_tensorboard_and_wandb_runs(resumed, smoke_run):
     run_dir, _ = resumed
     last = {m["step"]: m for m in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())}
     if "tensorboard" in smoke_run.loggers:
-        from actors.loggers import read_scalars
+        from actors.observe.loggers import read_scalars
 
         # One directory; each step once, step 3 with the value of its last metrics.jsonl line.
         shown = read_scalars(run_dir / "tensorboard")["timing/step_s"]

@@ -89,7 +89,7 @@ def test_readme_documents_every_metrics_key_and_no_other(smoke_run, tests_run):
 def test_tensorboard_shows_the_metrics_jsonl_values(smoke_run):
     if "tensorboard" not in smoke_run.loggers:
         pytest.skip('the tensorboard extra is not installed: pip install -e ".[tensorboard]"')
-    from actors.loggers import read_scalars, scalars
+    from actors.observe.loggers import read_scalars, scalars
 
     shown = read_scalars(smoke_run.run_dir / "tensorboard")
     written = {(tag, m["step"]): value for m in smoke_run.metrics() for tag, value in scalars(m).items()}

@@ -43,10 +43,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from learner.transport import TRANSPORTS, WeightTransport
 from learner.transport.buckets import DTYPES, Bucket, unpack
+from learner.transport.protocol import TRANSPORTS, WeightTransport
 
-# Set to "0" by actors.cluster.loopback_only for a local cluster: every socket on 127.0.0.1.
+# Set to "0" by actors.cluster.join.loopback_only for a local cluster: every socket on 127.0.0.1.
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
@@ -63,6 +63,7 @@ def node_host() -> str:
     """The address other processes reach this node's stores on (127.0.0.1 on a local cluster)."""
     if os.environ.get(LOOPBACK_ENV) == "0":
         return "127.0.0.1"
+    # Ray: the transports import without it (bench/learner_gpu.py)
     import ray
 
     return str(ray.util.get_node_ip_address())

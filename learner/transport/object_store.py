@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from learner.transport import TRANSPORTS, WeightTransport
 from learner.transport.buckets import Bucket, unpack
+from learner.transport.protocol import TRANSPORTS, WeightTransport
 
 
 def to_array(flat: torch.Tensor) -> np.ndarray:

@@ -191,6 +191,7 @@ def main():
         del sys.path[0]  # the harness's own directory
     sys.path.extend(paths)
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    # the environment's pytest, once sys.path is the harness's
     import pytest
 
     own = os.path.abspath(pytest.__file__)

@@ -76,8 +76,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from reward.execution import declared, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
@@ -356,7 +361,6 @@ def _requirements(text: str, source: str) -> list[str]:
 def _requirement(entry: object, source: str) -> str:
     """`entry` as a PEP 508 requirement of the package index, by name. One with a URL or a
     path (`name @ file:///...`, `name @ https://...`) is refused: uv would build it as root."""
-    from packaging.requirements import InvalidRequirement, Requirement
 
     if not isinstance(entry, str) or len(entry) > 1000:
         raise EnvironmentFailed(f"{source}: not a requirement: {entry!r:.200}")
@@ -431,8 +435,6 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
     for a src layout, else the root; network "loopback" when the test requirements name a
     local-server plugin (LOCAL_SERVERS), else "none"; undated: the project's TEST_DATA.
     """
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import Version
 
     here = installed()
     try:
@@ -472,7 +474,6 @@ def _utc(created_at: str | None) -> str | None:
     """An ISO 8601 time as UTC "YYYY-MM-DDTHH:MM:SSZ" (what uv's --exclude-newer takes)."""
     if not created_at:
         return None
-    from datetime import UTC, datetime
 
     when = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -145,7 +145,7 @@ def limits(cfg: ExecutionConfig) -> sandbox.Limits:
 
 
 class Runner:
-    """Runs jobs on this node; a plain class, made a Ray actor by the test pool (actors/test_pool.py)."""
+    """Runs jobs on this node; a plain class, made a Ray actor by the test pool (reward/execution/pool.py)."""
 
     def __init__(self, cfg: ExecutionConfig) -> None:
         self.cfg, self.limits = cfg, limits(cfg)

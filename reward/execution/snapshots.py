@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from data.gitrepo import parse_clone
+from data.mining.gitrepo import parse_clone
 from data.patching import created_files
 from data.schema import Instance
 from reward.execution.environments import EnvSpec, _locked

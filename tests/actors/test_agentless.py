@@ -1,4 +1,4 @@
-"""The Agentless-Mini evaluation (actors/agentless.py) on the demo set.
+"""The Agentless-Mini evaluation (actors/eval/agentless_mini.py) on the demo set.
 
 The stages' logic runs in-process with scripted answers (a Generator whose answers the test
 writes) and a local Runner instead of the pool; the oracle switches must resolve every
@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from actors import agentless
 from actors import evaluate as ev
-from actors.agentless_filters import Case, fallback_figures, rerank, run_tests
+from actors.eval import agentless_mini as agentless
+from actors.eval.agentless_sandbox import Case, fallback_figures, rerank, run_tests
+from conf import eval as eval_config
 from conf.config import ExecutionConfig, ModelConfig
+from data.agentless.repo_view import changed_paths, files_view
 from data.demo import load_demo_rows
 from data.patching import apply_patch
-from data.repo_view import changed_paths, files_view
 from data.schema import Instance
 from learner.models import resolve
 from reward import oracle_answer
@@ -34,6 +35,14 @@ needs_sandbox = pytest.mark.skipif(sandbox.available() is not None, reason=f"no 
 
 
 @pytest.fixture(scope="module")
+def _exit_code(argv: list[str]) -> int:
+    """The command's exit code: what main returns, or what its one-line error exits with."""
+    try:
+        return ev.main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def tiny() -> str:
     return resolve(ModelConfig(name="tiny"))
 
@@ -41,7 +50,7 @@ def tiny() -> str:
 class Scripted(agentless.Generator):
     """Answers per stage from `script[stage](instance_id)`; every prompt fits."""
 
-    def __init__(self, cfg: ev.EvalConfig, script: dict) -> None:
+    def __init__(self, cfg: eval_config.EvalConfig, script: dict) -> None:
         super().__init__(cfg, tokenizer=None)
         self.script = script
         self.calls: list[str] = []
@@ -62,8 +71,8 @@ def _local_runs(tmp_path: Path):
     return lambda jobs, what: [runner.run(job) for job in jobs]
 
 
-def _cfg(tiny: str, *args: str) -> ev.EvalConfig:
-    return ev.parse_args([f"checkpoint={tiny}", "data=demo", "mode=agentless", *args])
+def _cfg(tiny: str, *args: str) -> eval_config.EvalConfig:
+    return eval_config.parse_args([f"checkpoint={tiny}", "data=demo", "mode=agentless", *args])
 
 
 def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
@@ -214,5 +223,5 @@ def test_agentless_arguments(tiny, capsys):
         (["mode=agentless", "localize_top=0"], "localize_top must be >= 1"),
         (["oracle_repair=true"], "switches of mode=agentless"),
     ):
-        assert ev.main([f"checkpoint={tiny}", *args]) == 2
+        assert _exit_code([f"checkpoint={tiny}", *args]) == 2
         assert message in capsys.readouterr().err

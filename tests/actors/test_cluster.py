@@ -2,7 +2,7 @@
 
 import pytest
 
-from actors.cluster import ResourceError, check_fits
+from actors.cluster.join import ResourceError, check_fits
 
 P5 = {"CPU": 192.0, "GPU": 8.0}
 HEAD = {"CPU": 0.0}

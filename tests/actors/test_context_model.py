@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from conf.config import ModelConfig
-from data.synthetic import generate_history
+from data.fixtures.synthetic import generate_history
 from learner.models import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import json, sys, time
-import actors.context_model as cm
+import actors.rollout.context_engine as cm
 from data.build import main
 
 # The build starts the engine; keep it open past the build for the direct checks below.

@@ -1,4 +1,4 @@
-"""The Grafana dashboard generated from the exported gauges (actors/dashboard.py): its JSON,
+"""The Grafana dashboard generated from the exported gauges (actors/observe/dashboard.py): its JSON,
 its coverage of the gauges, and where it is installed. Pure, no Ray cluster (the job test,
 tests/test_ray_job.py, runs every query against a real Prometheus)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.dashboard import FILE_NAME, PANELS, Panel, build, dashboards_dir, install
-from actors.telemetry import ACTOR_TOKENS_GAUGE, EXPORTED
+from actors.observe.dashboard import FILE_NAME, PANELS, Panel, build, dashboards_dir, install
+from actors.observe.telemetry import ACTOR_TOKENS_GAUGE, EXPORTED
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -3,11 +3,11 @@ how many extra rounds it runs, and what it counts."""
 
 import dataclasses
 
-from actors.dynamic_sampling import GroupSampler, assemble, has_signal, pair
-from actors.generation import Group
-from actors.phases import PhaseTimer
+from actors.driver.dynamic_sampling import GroupSampler, assemble, has_signal, pair
+from actors.driver.generation import Group
+from actors.driver.phases import PhaseTimer
 from actors.reward_pool import ScoredJob
-from actors.rollout import Completion
+from actors.rollout.actor import Completion
 from conf.config import TrainConfig
 from reward.core import RewardResult
 
@@ -98,8 +98,8 @@ def test_off_keeps_the_step_as_generated():
 
 
 def test_extra_prompts_get_fresh_slots_after_the_steps_own():
-    from actors.generation import Rollouts
-    from actors.rollout import GenerationResult
+    from actors.driver.generation import Rollouts
+    from actors.rollout.actor import GenerationResult
     from data.loader import PromptItem
 
     class Item(PromptItem):

@@ -1,4 +1,4 @@
-"""Evaluation's engines (actors/eval_session.py, actors/engines.py): one seam for both modes.
+"""Evaluation's engines (actors/eval/session.py, actors/rollout/engines.py): one seam for both modes.
 
 The request ids, seeds and chunking are checked with a fake engine in this process; the tiny
 random model then answers the same requests on a fleet of two rollout actors on a local Ray
@@ -17,12 +17,12 @@ from typing import ClassVar
 
 import pytest
 
-from actors import engines as engines_mod
-from actors import evaluate as ev
-from actors.eval_session import EvalSession, local_cpus
-from actors.generation import request_seed
-from actors.rollout import Completion, GenerationRequest, GenerationResult
-from conf.config import ModelConfig
+from actors.driver.generation import request_seed
+from actors.eval.session import EvalSession, local_cpus
+from actors.rollout import engines as engines_mod
+from actors.rollout.actor import Completion, GenerationRequest, GenerationResult
+from conf import eval as eval_config
+from conf.config import ConfigError, ModelConfig
 from learner.models import resolve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,9 +55,9 @@ class FakeWorker:
 
 def test_every_stage_sends_seeded_requests_in_chunks(tiny, monkeypatch):
     monkeypatch.setattr(engines_mod, "RolloutWorker", FakeWorker)
-    monkeypatch.setattr("actors.eval_session.PROMPTS_PER_CALL", 2)
+    monkeypatch.setattr("actors.eval.session.PROMPTS_PER_CALL", 2)
     FakeWorker.calls = []
-    cfg = ev.parse_args([f"checkpoint={tiny}", "data=demo", "engines=0", "seed=7"])
+    cfg = eval_config.parse_args([f"checkpoint={tiny}", "data=demo", "engines=0", "seed=7"])
     with EvalSession(cfg) as session:
         texts = session.generate("repair", [(f"i{k}", [1, 2]) for k in range(5)], 3, 0.5)
         assert session.engines is not None and session.engines.describe()["where"] == "in-process"
@@ -67,8 +67,12 @@ def test_every_stage_sends_seeded_requests_in_chunks(tiny, monkeypatch):
 
 
 def test_a_local_cluster_holds_the_engines_and_the_test_runners(tiny):
-    assert local_cpus(ev.parse_args([f"checkpoint={tiny}", "engines=2", "test_workers=3"])) == 4  # 2 x 0.5 + 3 x 1
-    assert local_cpus(ev.parse_args([f"checkpoint={tiny}", "engines=0", "test_workers=0", "mode=agentless"])) == 1
+    assert (
+        local_cpus(eval_config.parse_args([f"checkpoint={tiny}", "engines=2", "test_workers=3"])) == 4
+    )  # 2 x 0.5 + 3 x 1
+    assert (
+        local_cpus(eval_config.parse_args([f"checkpoint={tiny}", "engines=0", "test_workers=0", "mode=agentless"])) == 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -80,20 +84,20 @@ def test_a_local_cluster_holds_the_engines_and_the_test_runners(tiny):
     ],
 )
 def test_bad_engine_arguments_are_named(tiny, args, message):
-    with pytest.raises(ev.EvalConfigError, match=message):
-        ev.parse_args([f"checkpoint={tiny}", *args])
+    with pytest.raises(ConfigError, match=message):
+        eval_config.parse_args([f"checkpoint={tiny}", *args])
 
 
 SCRIPT = """
 import json, sys
-from actors import evaluate as ev
-from actors.eval_session import EvalSession
+from conf import eval as eval_config
+from actors.eval.session import EvalSession
 
 tiny = sys.argv[1]
 prompts = [(f"p{k}", [1 + k, 20, 30 + k, 40]) for k in range(4)]
 out = {}
 for engines in (0, 2):
-    cfg = ev.parse_args([f"checkpoint={tiny}", "data=demo", f"engines={engines}", "max_new_tokens=8"])
+    cfg = eval_config.parse_args([f"checkpoint={tiny}", "data=demo", f"engines={engines}", "max_new_tokens=8"])
     with EvalSession(cfg) as session:
         actors = []
         if engines:

@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors import evaluate as ev
+from actors.eval import instances, oracle_context
+from conf import eval as eval_config
 from conf.config import ModelConfig
 from data.demo import load_demo_rows
 from data.loader import InstanceLoader
@@ -31,6 +33,14 @@ REAL = REPO.parent / "shared" / "data" / "requests_lite.jsonl"
 
 
 @pytest.fixture(scope="module")
+def _exit_code(argv: list[str]) -> int:
+    """The command's exit code: what main returns, or what its one-line error exits with."""
+    try:
+        return ev.main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def tiny() -> str:
     return resolve(ModelConfig(name="tiny"))
 
@@ -40,8 +50,8 @@ def _instance(context: dict[str, str], patch: str) -> Instance:
     return Instance("i", "o/r", "c", "bug", patch, None, dict(context), {})
 
 
-def _cfg(tiny: str, *args: str) -> ev.EvalConfig:
-    return ev.parse_args([f"checkpoint={tiny}", "data=demo", *args])
+def _cfg(tiny: str, *args: str) -> eval_config.EvalConfig:
+    return eval_config.parse_args([f"checkpoint={tiny}", "data=demo", *args])
 
 
 def _git_apply(files: dict[str, str], patch: str, root: Path) -> dict[str, str]:
@@ -60,7 +70,9 @@ def _git_apply(files: dict[str, str], patch: str, root: Path) -> dict[str, str]:
 
 
 def test_oracle_mode_scores_one_everywhere_and_its_patches_rebuild_the_oracle(tiny, tmp_path):
-    report = ev.evaluate(_cfg(tiny, "--oracle", "samples=3", "tests=false"))  # tests: tests/test_execution.py
+    report = oracle_context.evaluate(
+        _cfg(tiny, "--oracle", "samples=3", "tests=false")
+    )  # tests: tests/test_execution.py
     s = report.summary
     assert s["instances"] == len(load_demo_rows()) == 17 and s["split"] == "all"
     assert s["patch_roundtrip_failures"] == 0
@@ -72,7 +84,7 @@ def test_oracle_mode_scores_one_everywhere_and_its_patches_rebuild_the_oracle(ti
         row = rows[pred["instance_id"]]
         context, oracle = files_to_dict(row["code_context"]), files_to_dict(row["oracle_new_content"])
         assert pred["model_name_or_path"] == "oracle" and pred["model_patch"].startswith("diff --git a/")
-        assert apply_patch(context, pred["model_patch"]) == ev.changed_files(context, oracle)
+        assert apply_patch(context, pred["model_patch"]) == oracle_context.changed_files(context, oracle)
         # What the SWE-bench harness does first: git apply at the base commit.
         rebuilt = _git_apply(context, pred["model_patch"], tmp_path / "git")
         assert {p: rebuilt[p] for p in oracle if p in rebuilt} == {p: oracle[p] for p in oracle if p in context}
@@ -85,8 +97,8 @@ def test_patches_of_real_oracle_changes_apply_with_git(tmp_path):
     for line in REAL.read_text().splitlines():
         row = json.loads(line)
         context, oracle = row["code_context"], row["oracle_new_content"]
-        changed = ev.changed_files(context, oracle)
-        patch = ev.model_patch(_instance(context, row["patch"]), changed)
+        changed = oracle_context.changed_files(context, oracle)
+        patch = oracle_context.model_patch(_instance(context, row["patch"]), changed)
         assert apply_patch(context, patch) == changed, row["instance_id"]
         rebuilt = _git_apply(context, patch, tmp_path / "git")
         assert {p: rebuilt[p] for p in changed if p in context} == {p: c for p, c in changed.items() if p in context}
@@ -114,7 +126,7 @@ def test_created_deleted_and_unterminated_files(tmp_path):
         context, "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+n\n"
     )
     changed = {"keep.py": "x = 2", "gone.py": "", "empty/__init__.py": "A = 1\n", "new.py": "made\n", "other.py": "o\n"}
-    patch = ev.model_patch(instance, changed)
+    patch = oracle_context.model_patch(instance, changed)
     assert "deleted file mode" in patch and patch.count("new file mode") == 2  # new.py and other.py
     assert "\\ No newline at end of file" in patch
     assert apply_patch(context, patch) == changed
@@ -130,13 +142,13 @@ def test_exact_match_needs_the_same_files_changed_the_same_way():
     row = load_demo_rows()[0]
     context, oracle = files_to_dict(row["code_context"]), files_to_dict(row["oracle_new_content"])
     answer, diffs = oracle_answer(context, oracle), oracle_diffs(context, oracle)
-    exact = ev.score(context, oracle, diffs, answer, 10.0)
-    assert exact.exact and exact.reward == 1.0 and exact.new_content == ev.changed_files(context, oracle)
+    exact = oracle_context.score(context, oracle, diffs, answer, 10.0)
+    assert exact.exact and exact.reward == 1.0 and exact.new_content == oracle_context.changed_files(context, oracle)
     # The same fix plus a new file the oracle does not make: a valid answer, not an exact match.
     extra = "```python\n### extra.py\n<<<<<<< SEARCH\n\n=======\nX = 1\n>>>>>>> REPLACE\n```"
-    outcome = ev.score(context, oracle, diffs, answer.replace("</solution>", extra + "\n</solution>"), 10.0)
+    outcome = oracle_context.score(context, oracle, diffs, answer.replace("</solution>", extra + "\n</solution>"), 10.0)
     assert -1.0 < outcome.reward < 1.0 and not outcome.exact and outcome.new_content["extra.py"] == "X = 1"
-    malformed = ev.score(context, oracle, diffs, "<think>x</think><solution>nothing</solution>", 10.0)
+    malformed = oracle_context.score(context, oracle, diffs, "<think>x</think><solution>nothing</solution>", 10.0)
     assert (malformed.reward, malformed.format_ok, malformed.new_content) == (-1.0, False, None)
 
 
@@ -147,8 +159,8 @@ def test_heldout_split_is_the_trainers(tiny):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny)
-    held = ev.select_items(_cfg(tiny, "heldout_fraction=0.3"), tokenizer)
-    train = ev.select_items(_cfg(tiny, "heldout_fraction=0.3", "split=train"), tokenizer)
+    held = instances.select_items(_cfg(tiny, "heldout_fraction=0.3"), tokenizer)
+    train = instances.select_items(_cfg(tiny, "heldout_fraction=0.3", "split=train"), tokenizer)
     held_ids, train_ids = {i.instance_id for i in held.items}, {i.instance_id for i in train.items}
     assert held_ids and train_ids and not held_ids & train_ids
     assert held_ids | train_ids == {r["instance_id"] for r in load_demo_rows()}
@@ -160,7 +172,7 @@ def test_heldout_split_is_the_trainers(tiny):
     while (iid := loader.next_batch(1)[0].instance_id) not in seen:
         seen.append(iid)
     assert set(seen) == held_ids
-    assert len(ev.select_items(_cfg(tiny, "limit=5"), tokenizer).items) == 5
+    assert len(instances.select_items(_cfg(tiny, "limit=5"), tokenizer).items) == 5
 
 
 @pytest.mark.parametrize(
@@ -176,12 +188,12 @@ def test_heldout_split_is_the_trainers(tiny):
     ],
 )
 def test_bad_arguments_are_named(tiny, args, message, capsys):
-    assert ev.main([f"checkpoint={tiny}", *args]) == 2
+    assert _exit_code([f"checkpoint={tiny}", *args]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_a_checkpoint_without_config_json_is_refused(tmp_path, capsys):
-    assert ev.main([f"checkpoint={tmp_path}"]) == 2
+    assert _exit_code([f"checkpoint={tmp_path}"]) == 2
     assert "no config.json" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""actors/loggers.py with a fake run (no Ray): what each logger writes, resume, the groups, and
+"""actors/observe/loggers.py with a fake run (no Ray): what each logger writes, resume, the groups, and
 the one-line error for a logger whose package is missing."""
 
 import json
@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from actors.loggers import LOGGERS, LoggerUnavailable, RunInfo, check_installed, metric_group, read_scalars, scalars
+from actors import plugins
+from actors.observe.loggers import (
+    LOGGERS,
+    LoggerUnavailable,
+    RunInfo,
+    check_installed,
+    metric_group,
+    read_scalars,
+    scalars,
+)
 from conf import config
 from conf.errors import UserError
 
@@ -189,7 +198,7 @@ def test_config_refuses_unknown_or_repeated_loggers(loggers, message):
     cfg = config.TrainConfig()
     cfg.trainer.loggers = loggers
     with pytest.raises(UserError) as info:
-        config.validate(cfg)
+        plugins.checked(cfg)
     assert str(info.value) == message
 
 

@@ -1,5 +1,5 @@
 """The quiet local cluster: which processes count as Ray's control plane, and SCHED_IDLE on
-every thread of them (actors/ray_quiet.py). That the trainer applies it to a real cluster is
+every thread of them (actors/cluster/quiet.py). That the trainer applies it to a real cluster is
 asserted where one runs in-process (tests/test_learning.py)."""
 
 import os
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from actors.ray_quiet import control_plane_pids, deprioritize, is_control_plane
+from actors.cluster.quiet import control_plane_pids, deprioritize, is_control_plane
 
 PY = "/venv/bin/python"
 
@@ -24,7 +24,7 @@ PY = "/venv/bin/python"
         (f"{PY} -u /x/site-packages/ray/autoscaler/_private/monitor.py --logs-dir=/tmp/ray/s/logs", True),
         ("ray::DashboardAgent", True),
         ("ray::RuntimeEnvAgent", True),
-        (f"{PY} -m actors.reaper 4242 /tmp/swe_rl-4242", True),
+        (f"{PY} -m actors.cluster.reaper 4242 /tmp/swe_rl-4242", True),
         # The engines, learners and idle workers, and the raylet that starts them, keep their priority.
         ("ray::RolloutWorker.generate", False),
         ("ray::LearnerWorker", False),
@@ -41,7 +41,7 @@ def test_control_plane_by_command_line(cmdline, expected):
 def test_every_thread_of_a_control_plane_process_goes_idle():
     # A stand-in daemon that is a child of this process and has a second thread, named like the reaper.
     code = "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)"
-    proc = subprocess.Popen([sys.executable, "-c", code, "-m", "actors.reaper"])
+    proc = subprocess.Popen([sys.executable, "-c", code, "-m", "actors.cluster.reaper"])
     try:
         deadline = time.monotonic() + 120  # a loaded machine may take long to start the thread
         while len(os.listdir(f"/proc/{proc.pid}/task")) < 2 and time.monotonic() < deadline:
@@ -58,7 +58,7 @@ def test_every_thread_of_a_control_plane_process_goes_idle():
 
 
 def test_the_quiet_environment_is_set_only_while_ray_starts(monkeypatch):
-    from actors.ray_quiet import QUIET_ENV, environment
+    from actors.cluster.quiet import QUIET_ENV, environment
 
     monitor, prestart = "RAY_memory_monitor_refresh_ms", "RAY_enable_worker_prestart"  # Ray's own spelling
     monkeypatch.setenv(monitor, "500")  # a user's own setting comes back

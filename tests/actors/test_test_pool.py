@@ -8,12 +8,12 @@ from collections.abc import Iterator
 import pytest
 import ray
 
-from actors.cluster import loopback_only
-from actors.test_pool import TestPool
+from actors.cluster.join import loopback_only
 from conf.config import ExecutionConfig
 from data.demo import load_demo_rows
 from data.schema import Instance
 from reward.execution import sandbox
+from reward.execution.pool import TestPool
 from reward.execution.runner import TestJob
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")]

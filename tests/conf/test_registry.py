@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from actors import plugins
 from conf import config
 from conf.registry import Registry, RegistryError
 from reward.kinds import REWARDS, RewardKind
@@ -29,7 +30,7 @@ def _with(**changes: dict) -> config.TrainConfig:
 )
 def test_an_unknown_name_lists_the_registered_ones(section, key, registered):
     with pytest.raises(config.ConfigError, match=f"{section}.{key}='nope': accepted values are {registered}"):
-        config.validate(_with(**{section: {key: "nope"}}))
+        plugins.checked(_with(**{section: {key: "nope"}}))
 
 
 def test_a_newly_registered_kind_is_accepted_without_touching_the_schema():
@@ -44,11 +45,11 @@ def test_a_newly_registered_kind_is_accepted_without_touching_the_schema():
             return RewardResult(1.0)
 
     try:
-        config.validate(_with(reward={"kind": "always_one"}))
+        plugins.checked(_with(reward={"kind": "always_one"}))
     finally:
         REWARDS.unregister("always_one")
     with pytest.raises(config.ConfigError, match="reward.kind='always_one'"):
-        config.validate(_with(reward={"kind": "always_one"}))
+        plugins.checked(_with(reward={"kind": "always_one"}))
 
 
 def test_registry_errors_name_the_key():

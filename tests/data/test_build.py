@@ -18,9 +18,9 @@ import pytest
 from data import build as build_mod
 from data import inspect as inspect_mod
 from data.build import BuildConfig, build, main, parse_args
-from data.filters import FilterConfig
-from data.sources import InputError, iter_swebench_rows, read_issue_index
-from data.synthetic import generate_history
+from data.fixtures.synthetic import generate_history
+from data.mining.filters import FilterConfig
+from data.mining.sources import InputError, iter_swebench_rows, read_issue_index
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "data"

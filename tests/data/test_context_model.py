@@ -9,11 +9,12 @@ from pathlib import Path
 import pyarrow.dataset as pads
 import pytest
 
+from actors.rollout import context_engine
 from data import build as build_mod
 from data.build import BuildConfig, build, parse_args
-from data.context_model import candidate_files, question, read_answer
-from data.context_step import SIDECAR, ContextConfig
-from data.synthetic import generate_history
+from data.context.question import candidate_files, question, read_answer
+from data.context.step import SIDECAR, ContextConfig
+from data.fixtures.synthetic import generate_history
 
 TREE = [
     "README.md",
@@ -109,7 +110,7 @@ def test_build_asks_in_batches_adds_the_picks_and_falls_back_to_imports(
     synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeAsker(silent={"example__synthetic-24"})
-    monkeypatch.setattr(build_mod, "engine_asker", lambda cfg, seed, on_ray: lambda: fake)
+    monkeypatch.setattr(context_engine, "engine_asker", lambda cfg, seed, on_ray: lambda: fake)
     imports = build(BuildConfig(git=(str(synthetic),), out=str(tmp_path / "imports"), relevant_files=1))
     cfg = BuildConfig(
         git=(str(synthetic),), out=str(tmp_path / "model"), relevant_files=1, context=ContextConfig("model", batch=8)

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from data.build import BuildConfig, build, main, parse_args
-from data.filters import FilterConfig
-from data.neardup import NearDuplicates, lsh_bands, shingles, signature
-from data.synthetic import RepoBuilder
+from data.fixtures.synthetic import RepoBuilder
+from data.mining.filters import FilterConfig
+from data.mining.neardup import NearDuplicates, lsh_bands, shingles, signature
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,7 +201,9 @@ def _build_dir(history: Path, tmp_path: Path) -> Path:
 def test_signatures_are_the_same_in_every_process() -> None:
     # Python salts str hashes per process (PYTHONHASHSEED); the signatures must not depend on it,
     # or two builds of the same input would drop different near-duplicates.
-    code = "from data.neardup import signature; print(signature('issue text here', '+x = 1\\n-x = 2\\n').digest())"
+    code = (
+        "from data.mining.neardup import signature; print(signature('issue text here', '+x = 1\\n-x = 2\\n').digest())"
+    )
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],

@@ -1,4 +1,4 @@
-"""The embedded demo set (data/demo.py, data/demo/): the committed Parquet file matches its
+"""The embedded demo set (data/demo/__init__.py, data/demo/): the committed Parquet file matches its
 sources, every instance is well formed and small, its oracle patch turns code_context into
 oracle_new_content exactly (under the project's strict applier and under `git apply`), and
 its tests fail before the fix and pass after it.
@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from data import demo
+from data.demo import __main__ as make
 from data.patching import apply_patch, unified_diff
 from data.schema import FIELD_NAMES, INSTANCE_SCHEMA, files_to_dict, validate_instance
 
@@ -50,7 +51,7 @@ def _trees(row: Mapping) -> tuple[dict[str, str], dict[str, str], dict[str, str]
 
 
 def test_committed_parquet_matches_the_sources():
-    fresh = demo.build_table()
+    fresh = make.build_table()
     committed = pq.read_table(demo.demo_parquet_path())
     # Parquet renames list items ("item" -> "element"), so compare names, metadata and a cast.
     assert committed.schema.names == INSTANCE_SCHEMA.names
@@ -67,8 +68,8 @@ def test_committed_parquet_matches_the_sources():
 
 def test_rebuild_is_byte_identical(tmp_path):
     first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
-    demo.write_parquet(demo.build_table(), first)
-    demo.write_parquet(demo.build_table(), second)
+    make.write_parquet(make.build_table(), first)
+    make.write_parquet(make.build_table(), second)
     assert first.read_bytes() == second.read_bytes()
 
 
@@ -93,7 +94,7 @@ def test_load_demo_rows_gives_plain_dicts():
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_instance_is_well_formed(row):
     validate_instance(row, where=row["instance_id"])
-    name, number = demo.parse_instance_id(row["instance_id"])
+    name, number = make.parse_instance_id(row["instance_id"])
     assert (row["repo"], row["pr_number"], row["problem_source"]) == (f"swe-rl-demo/{name}", number, "issue")
     assert re.fullmatch(r"[0-9a-f]{40}", row["base_commit"])
     title, blank, body = row["problem_statement"].partition("\n\n")
@@ -203,7 +204,7 @@ def test_build_instance_with_created_deleted_and_context_files(tmp_path):
             "test_patch/tests/test_a.py": "def test(): pass\n",
         },
     )
-    row = demo.build_instance(src)
+    row = make.build_instance(src)
     assert row["repo"] == "swe-rl-demo/pkg"
     context = [(f["path"], f["content"]) for f in row["code_context"]]
     assert context == [
@@ -233,11 +234,11 @@ def test_build_instance_with_created_deleted_and_context_files(tmp_path):
 )
 def test_malformed_sources_name_the_problem(tmp_path, files, message):
     src = _source(tmp_path / "demo__pkg-1", files)
-    with pytest.raises(demo.DemoSourceError, match=message):
-        demo.build_instance(src)
+    with pytest.raises(make.DemoSourceError, match=message):
+        make.build_instance(src)
 
 
 def test_instance_id_names_repository_and_number():
-    assert demo.parse_instance_id("demo__calspan-14") == ("calspan", 14)
-    with pytest.raises(demo.DemoSourceError, match="demo__<name>-<number>"):
-        demo.parse_instance_id("calspan-14")
+    assert make.parse_instance_id("demo__calspan-14") == ("calspan", 14)
+    with pytest.raises(make.DemoSourceError, match="demo__<name>-<number>"):
+        make.parse_instance_id("calspan-14")

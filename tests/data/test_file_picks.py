@@ -1,8 +1,8 @@
-"""The shared reader of a model's list of paths (data/file_picks.py)."""
+"""The shared reader of a model's list of paths (data/context/file_picks.py)."""
 
 from __future__ import annotations
 
-from data.file_picks import read_picks, render_tree
+from data.context.file_picks import read_picks, render_tree
 
 KNOWN = ["requests/models.py", "requests/sessions.py", "requests/__init__.py", "tests/test_models.py", "setup.py"]
 

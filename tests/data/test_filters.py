@@ -10,10 +10,10 @@ import pyarrow.dataset as pads
 import pytest
 
 from data.build import BuildConfig, build
-from data.diffs import is_code_path, is_test_path
-from data.filters import REASONS, FilterConfig, context_size, is_bot, over_limits, summary_table
-from data.pulls import linked_issues
-from data.synthetic import RepoBuilder
+from data.fixtures.synthetic import RepoBuilder
+from data.mining.diffs import is_code_path, is_test_path
+from data.mining.filters import REASONS, FilterConfig, context_size, is_bot, over_limits, summary_table
+from data.mining.pulls import linked_issues
 
 
 @pytest.mark.parametrize(

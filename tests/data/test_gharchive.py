@@ -14,7 +14,7 @@ import pytest
 
 from data import gharchive as gha
 from data.build import BuildConfig, build
-from data.gharchive_sample import (
+from data.fixtures.gharchive_sample import (
     START,
     event,
     generate,
@@ -23,8 +23,8 @@ from data.gharchive_sample import (
     pull_request_event,
     review_comment_event,
 )
-from data.sources import InputError, read_issue_index
-from data.synthetic import generate_history
+from data.fixtures.synthetic import generate_history
+from data.mining.sources import InputError, read_issue_index
 
 REPO = "octo/widget"
 MIN = timedelta(minutes=1)
@@ -192,7 +192,7 @@ def test_ray_data_gives_the_in_process_records_and_names_a_bad_file(tmp_path: Pa
     """One local Ray of 2 CPUs (127.0.0.1), one run: the streaming pipeline (flat_map, hash
     shuffle, map_groups) gives the in-process records, and a bad file comes back as an error row
     naming it, which write_dump turns into the command's error, leaving no output."""
-    from data.parallel import ray_session
+    from actors.cluster.join import ray_session
 
     generate(tmp_path / "in", hours=2, events_per_hour=500)
     files = [str(f) for f in sorted((tmp_path / "in").iterdir())]

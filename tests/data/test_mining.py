@@ -17,10 +17,10 @@ import pyarrow.dataset as pads
 import pytest
 
 from data.build import BuildConfig, build
-from data.gitrepo import Repo
+from data.fixtures.synthetic import RepoBuilder
+from data.mining.gitrepo import Repo
+from data.mining.pulls import merged_pull_requests
 from data.patching import parse_patch
-from data.pulls import merged_pull_requests
-from data.synthetic import RepoBuilder
 
 CORE = "from pkg.util import helper\n\n\ndef parse(x):\n    return helper() + x\n"
 CORE_FIXED = CORE.replace("helper() + x", "helper() + int(x)")

@@ -1,10 +1,10 @@
-"""The regression fallback's test selection (data/regression_tests.py): the repository's test
+"""The regression fallback's test selection (data/agentless/regression_tests.py): the repository's test
 files that import an edited module, directly or through the project's own modules."""
 
 from __future__ import annotations
 
-from data.regression_tests import is_test_file, regression_test_files
-from data.repo_view import RepoView
+from data.agentless.regression_tests import is_test_file, regression_test_files
+from data.agentless.repo_view import RepoView
 
 FILES = {
     "pkg/__init__.py": "from .models import Model\nfrom . import utils\n",

@@ -1,5 +1,5 @@
-"""The repository as the Agentless evaluation shows it (data/repo_view.py) and its prompts'
-answer readers (data/agentless_prompts.py)."""
+"""The repository as the Agentless evaluation shows it (data/agentless/repo_view.py) and its prompts'
+answer readers (data/agentless/prompts.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from data.agentless_prompts import REPRO_TEST_PATH, localize_messages, read_test_file, repro_test_patch
+from data.agentless.prompts import REPRO_TEST_PATH, localize_messages, read_test_file, repro_test_patch
+from data.agentless.repo_view import RepoUnavailable, changed_paths, files_view, git_view, is_source, open_view
 from data.demo import load_demo_rows
-from data.gitrepo import Repo
+from data.mining.gitrepo import Repo
 from data.patching import apply_patch, unified_diff
-from data.repo_view import RepoUnavailable, changed_paths, files_view, git_view, is_source, open_view
 from data.schema import Instance
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from data import build as build_mod
 from data.build import BuildConfig, build
+from data.fixtures.synthetic import generate_history
 from data.schema import SCHEMA_VERSION
 from data.shards import MANIFEST, OutputExistsError, ShardWriter, prepare_output, write_manifest
-from data.synthetic import generate_history
 
 
 def _row(i: int) -> dict:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.cluster import loopback_only
+from actors.cluster.join import loopback_only
 
 
 @pytest.fixture(scope="module")

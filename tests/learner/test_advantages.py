@@ -7,9 +7,9 @@ import torch
 
 from conf.config import LearnerConfig
 from conf.registry import RegistryError
-from learner import grpo
-from learner.advantages import ADVANTAGES
-from learner.losses import LOSSES
+from learner.objectives import grpo
+from learner.objectives.advantages import ADVANTAGES
+from learner.objectives.losses import LOSSES
 
 CFG = LearnerConfig(adv_eps=0.0)
 # Two groups of 4: rewards with a spread, and a flat group (no signal).

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from learner import grpo
+from learner.objectives import grpo
 
 
 def test_advantages_by_hand():

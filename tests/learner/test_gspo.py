@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from conf.config import LearnerConfig
-from learner import gspo
-from learner.losses import LOSSES
+from learner.objectives import gspo
+from learner.objectives.losses import LOSSES
 
 
 def _inputs():

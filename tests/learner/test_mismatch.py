@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from conf.config import LearnerConfig
-from learner import mismatch
-from learner.losses import LOSSES
+from learner.objectives import mismatch
+from learner.objectives.losses import LOSSES
 
 NAN = float("nan")
 

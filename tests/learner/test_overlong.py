@@ -5,11 +5,11 @@ import dataclasses
 import pytest
 import torch
 
-from actors.generation import Group, overlong_penalty, train_samples
-from actors.rollout import Completion
+from actors.driver.generation import Group, overlong_penalty, train_samples
+from actors.rollout.actor import Completion
 from conf import config
 from learner.batch import TrainSample
-from learner.overlong import keep_untruncated, length_penalty
+from learner.objectives.overlong import keep_untruncated, length_penalty
 
 
 def test_length_penalty_by_hand():

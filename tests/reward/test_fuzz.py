@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from reward import score_output
 from reward.apply import apply_edits
 from reward.parse import EDIT_PATTERN, Rejected, find_edits, parse_output
-from reward.reference import reference_diffs, reference_file_ratios, reference_new_content
 from reward.similarity import compare_diffs, file_diffs
+from reward.spec import reference_diffs, reference_file_ratios, reference_new_content
 
 PIECES = [
     "```",

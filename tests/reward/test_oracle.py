@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from reward import OracleAnswerError, oracle_answer, score_output
 from reward.parse import find_edits, split_output
-from reward.reference import reference_score_output
+from reward.spec import reference_score_output
 
 
 def test_one_hunk_has_one_line_of_context_and_a_thought() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from data.patching import PatchError, apply_patch
 from reward import score_patches
 from reward.patches import file_changes
-from reward.reference import reference_file_changes, reference_score_patches
+from reward.spec import reference_file_changes, reference_score_patches
 
 EDIT = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n"
 OTHER = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 4\n"

@@ -15,7 +15,7 @@ import pytest
 from data.patching import PatchError, apply_patch
 from reward import oracle_answer, score_output, score_patches
 from reward.patches import file_changes
-from reward.reference import reference_file_changes, reference_score_output, reference_score_patches
+from reward.spec import reference_file_changes, reference_score_output, reference_score_patches
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared real data not found at {DATA}")

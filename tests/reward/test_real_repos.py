@@ -19,9 +19,9 @@ from types import SimpleNamespace
 import pytest
 
 from data.build import BuildConfig, resolve_sources
-from data.gitrepo import parse_clone
+from data.fixtures.synthetic import RepoBuilder
+from data.mining.gitrepo import parse_clone
 from data.schema import Instance
-from data.synthetic import RepoBuilder
 from data.validate import label
 from reward.execution import environments, pythons, sandbox
 from reward.execution.environments import EnvSpec, derive_spec
@@ -378,8 +378,8 @@ def _mirror(repo: str) -> Path:
 
 @needs_rows
 def test_the_converter_carries_the_official_labels_and_environment_over(tmp_path):
+    from data.loader import read_instances
     from data.swebench_exec import convert
-    from data.validate import read_instances
 
     repos = sorted({row["repo"] for row in _rows()})
     missing = [r for r in repos if not _mirror(r).is_dir()]

@@ -9,8 +9,8 @@ import pytest
 from reward import RewardResult, score_output
 from reward.apply import apply_edits
 from reward.parse import EDIT_PATTERN, find_edits, quote, split_output
-from reward.reference import reference_score_output
 from reward.similarity import compare_diffs
+from reward.spec import reference_score_output
 
 CONTEXT = {"a.py": "def f():\n    return 1\n\n\ndef g():\n    return 2\n"}
 ORACLE = {"a.py": "def f():\n    return 10\n\n\ndef g():\n    return 2\n"}

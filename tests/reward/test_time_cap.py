@@ -9,8 +9,8 @@ import pytest
 
 from reward import score_output, score_patches
 from reward.apply import MAX_CONTENT_CHARS
-from reward.reference import reference_score_output
 from reward.similarity import SECONDS_PER_UNIT, compare_diffs, work_units
+from reward.spec import reference_score_output
 
 
 def brute_force_units(a: str, b: str) -> int:

