@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any
 
@@ -39,7 +40,7 @@ from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Rollouts, overlong_penalty, train_samples
 from actors.driver.phases import PhaseTimeout, PhaseTimer
 from actors.driver.weight_sync import SyncCheck, WeightSync
-from actors.observe.run_log import RunLog, step_metrics
+from actors.observe.run_log import RunLog, merged, step_metrics
 from actors.reward_pool import RewardPool
 from actors.rollout.fleet import RolloutFleet
 from conf import config, logs
@@ -112,7 +113,7 @@ class Trainer:
                     self.checkpoints.save(
                         self.learner, loader, step=self.step, policy_version=self.policy_version, metrics=metrics
                     )
-                metrics.update(timer.seconds)
+                metrics = merged(metrics, timer.seconds)
             self.log.write(metrics)
         self.log.finish(self.step)
 
@@ -130,27 +131,21 @@ class Trainer:
         with timer("train"):
             stats = self.learner.train(samples, wait=lambda refs: self.fleet.wait(refs, "train"))
         self.policy_version += 1
-        if check is not None:
-            check.before_sync()
-        with timer("sync"):
+        with check.around() if check else nullcontext(), timer("sync"):
             self.weights.push(self.fleet, self.policy_version)
-        if check is not None:
-            check.after_sync()
-            stats |= check.stats
         self.log.rollouts(self.step + 1, groups, scored)
-        return {
-            "step": self.step + 1,
-            "policy_version": self.policy_version,
-            **step_metrics(groups, scored, rewards, self.policy_version, timer.seconds, self.weights.nbytes),
-            **{k: round(v, 6) for k, v in stats.items()},
-            **timer.seconds,
-            **self.fleet.metrics(),
-            **self.rewards.stats(),
-            "prompts_too_long": self.loader.stats.dropped_too_long,
-            "step_s": timer.total(),
-            **sampled,
-            "overlong_penalty_mean": float(penalty.mean()),
-        }
+        return merged(
+            {"step": self.step + 1, "policy_version": self.policy_version},
+            step_metrics(groups, scored, rewards, self.policy_version, timer.seconds, self.weights.nbytes),
+            {k: round(v, 6) for k, v in stats.items()},
+            {k: round(v, 6) for k, v in check.stats.items()} if check else {},
+            timer.seconds,
+            self.fleet.metrics(),
+            self.rewards.stats(),
+            {"prompts_too_long": self.loader.stats.dropped_too_long, "step_s": timer.total()},
+            sampled,
+            {"overlong_penalty_mean": float(penalty.mean())},
+        )
 
     def scale_fleet(self) -> None:
         """Add or retire rollout actors to match the count asked through `python -m actors.control`."""

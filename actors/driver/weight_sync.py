@@ -21,6 +21,8 @@ the sync and agree after it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -47,10 +49,8 @@ class WeightSync:
         self.plan: list[Bucket] = learner.weight_plan(cfg.trainer.sync_bucket_mb << 20, cfg.model.dtype)
         self.nbytes = sum(b.nbytes for b in self.plan)
 
-    def push(self, fleet: RolloutFleet, version: int, check: SyncCheck | None = None) -> list[dict[str, Any]]:
+    def push(self, fleet: RolloutFleet, version: int) -> list[dict[str, Any]]:
         """Every live engine loads the learner's weights; returns each engine's report."""
-        if check is not None:
-            check.before_sync()
         if self.rendezvous and fleet.needs_group():
             world_size = sync_world_size(len(fleet.live), fleet.engine_ranks_per_actor)
             spec = self.learner.prepare_weights(self.transport, world_size)
@@ -67,8 +67,6 @@ class WeightSync:
             raise RuntimeError(
                 f"weight sync: engines report {[r['policy_version'] for r in reports]}, expected {version}"
             )
-        if check is not None:
-            check.after_sync()
         return reports
 
     def catch_up(self, handle: Any) -> int:
@@ -101,3 +99,10 @@ class SyncCheck:
 
     def after_sync(self) -> None:
         self.stats["sync_probe_diff_after"] = self._diff()
+
+    @contextmanager
+    def around(self) -> Iterator[None]:
+        """The measurements before and after the sync it wraps (outside the sync's own timer)."""
+        self.before_sync()
+        yield
+        self.after_sync()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,17 @@ def step_metrics(
         "gen_tokens_per_s": round(generated / gen_s, 2) if gen_s > 0 else 0.0,
         "sync_mb_per_s": round(sync_bytes / 2**20 / sync_s, 2) if sync_s else 0.0,
     }
+
+
+def merged(*parts: Mapping[str, Any]) -> dict[str, Any]:
+    """The step's metrics line from its sources, in order; a key two sources give is refused
+    (with `**` the later one would silently win)."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        if twice := sorted(out.keys() & part.keys()):
+            raise ValueError(f"step metrics: {twice} given by two sources")
+        out.update(part)
+    return out
 
 
 class RunLog:
