@@ -34,7 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
 
 
-@pytest.fixture(scope="module")
 def _exit_code(argv: list[str]) -> int:
     """The command's exit code: what main returns, or what its one-line error exits with."""
     try:
@@ -43,6 +42,7 @@ def _exit_code(argv: list[str]) -> int:
         return int(exc.code or 0)
 
 
+@pytest.fixture(scope="module")
 def tiny() -> str:
     return resolve(ModelConfig(name="tiny"))
 

@@ -32,7 +32,6 @@ REPO = Path(__file__).resolve().parents[2]
 REAL = REPO.parent / "shared" / "data" / "requests_lite.jsonl"
 
 
-@pytest.fixture(scope="module")
 def _exit_code(argv: list[str]) -> int:
     """The command's exit code: what main returns, or what its one-line error exits with."""
     try:
@@ -41,6 +40,7 @@ def _exit_code(argv: list[str]) -> int:
         return int(exc.code or 0)
 
 
+@pytest.fixture(scope="module")
 def tiny() -> str:
     return resolve(ModelConfig(name="tiny"))
 
