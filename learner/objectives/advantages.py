@@ -12,8 +12,9 @@ to one advantage per sample; every token of a sample gets its sample's advantage
                                                     own reward
 
 A group whose rewards are all equal gets exactly 0 under each (no signal, counted as
-zero-signal in the metrics). Adding an estimator: a function of this signature in a new file,
-`@ADVANTAGES.register("name")` above it, and its import at the end of this module.
+zero-signal in the metrics). Adding an estimator: a function of this signature with
+`@ADVANTAGES.register("name")` above it, here or in a new module of learner/objectives/ that
+the package's __init__.py imports (an import at the end of this module would be a cycle).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ Registered:
     gspo       GSPO (Zheng et al. 2025): one length-normalised importance ratio per sequence,
                s_i = exp(mean_t(logprobs_t - logprobs_old_t)), clipped per sequence, averaged over
                sequences; `learner.aggregation` does not apply (formula: learner/objectives/gspo.py)
-Adding a loss: a function of this signature in a new file, `@LOSSES.register("name")` above
-it, and its import at the end of this module.
+Adding a loss: a function of this signature with `@LOSSES.register("name")` above it, here
+or in a new module of learner/objectives/ that the package's __init__.py imports (an import at
+the end of this module would be a cycle).
 """
 
 from __future__ import annotations
