@@ -11,10 +11,15 @@ manifests, reports, summaries, checkpoint metadata) go through it; append-only l
 `check_output(path, inputs)` refuses, before anything is opened, an output that is one of the
 inputs (the same file, also through links or another spelling) or that cannot be written
 (a directory, a missing parent): `reward.score --input F --output F` used to empty F.
+
+`locked(path)` holds an exclusive lock on `path.lock` for the block: the way concurrent
+processes (runners, learner ranks, several starts) build one cached artefact once (a model, a
+test environment, a snapshot) without each building it; the caller checks again inside.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -75,3 +80,18 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = (), what: str 
     if not os.access(parent, os.W_OK):
         raise OutputError(f"{what} {path}: directory {parent} is not writable")
     return out
+
+
+@contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive flock on `<path>.lock` (its directory made first) for the block."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A sibling lock file, not `path` itself: the path is what the holder builds and renames
+    # into place, and a lock on a file that gets replaced locks nothing.
+    with open(f"{target}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

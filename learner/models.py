@@ -14,8 +14,6 @@ concurrent starts never see (or build) half a model.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -27,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from conf.config import ConfigError, ModelConfig
+from conf.io import locked
 from data.demo import demo_parquet_path, load_demo_rows
 from data.prompt import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
 
@@ -81,21 +80,10 @@ def tokenizer(model_path: str) -> Any:
     return AutoTokenizer.from_pretrained(model_path)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{path}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _build_once(target: Path, build: object) -> Path:
     if (target / "config.json").is_file():
         return target
-    with _locked(target):
+    with locked(target):
         if (target / "config.json").is_file():  # built by a concurrent process meanwhile
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))

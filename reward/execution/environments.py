@@ -62,8 +62,6 @@ fatal to a run.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -74,7 +72,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,6 +81,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from conf.io import locked
 from reward.execution import declared, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
 from reward.execution.sandbox import NOBODY
@@ -217,17 +215,6 @@ def _base_prefix(python: str) -> str:
     return out.stdout.strip()
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{path}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 class Environments:
     """The node's environment cache under `root` (e.g. .cache/execution/envs)."""
 
@@ -253,7 +240,7 @@ class Environments:
         target = self.root / key
         python = target / "bin" / "python"
         if not python.exists():
-            with _locked(target):
+            with locked(target):
                 if not python.exists():  # built by another runner meanwhile
                     start = time.monotonic()
                     self._build(spec, snapshot, target)

@@ -26,10 +26,11 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from conf.io import locked
 from data.mining.gitrepo import parse_clone
 from data.patching import created_files
 from data.schema import Instance
-from reward.execution.environments import EnvSpec, _locked
+from reward.execution.environments import EnvSpec
 from reward.execution.sandbox import NOBODY
 
 
@@ -86,7 +87,7 @@ class Snapshots:
         target = self.root / key
         if target.is_dir():
             return target
-        with _locked(target):
+        with locked(target):
             if not target.is_dir():
                 tmp = target.with_name(f".{key}.tmp")
                 shutil.rmtree(tmp, ignore_errors=True)
