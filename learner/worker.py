@@ -51,7 +51,7 @@ from conf.runtime import Runtime
 from learner.batch import MicroBatch, RankBatch
 from learner.logprobs import completion_logprobs
 from learner.objectives import mismatch
-from learner.objectives.losses import PolicyLoss
+from learner.objectives.losses import LossInputs, PolicyLoss
 from learner.rng import rng_states, set_rng_states
 from learner.transport import Shipment, TransportCache, WeightTransport
 from learner.transport.buckets import Bucket, pack, plan_buckets
@@ -355,18 +355,18 @@ class LearnerWorker:
             old = learner_old if self.cfg.tis_cap else torch.where(torch.isnan(engine), learner_old, engine)
             tis = mismatch.tis_log_weights(learner_old, engine) if self.cfg.tis_cap else None
             ref = self._ref_logprobs(t, self.temperature) if self.ref is not None else None
-            loss, stats = self.loss(
+            inputs = LossInputs(
                 logprobs,
                 old,
                 ref,
                 t["advantages"],
                 t["completion_mask"],
-                cfg=self.cfg,
                 num_seqs=batch.num_seqs,
                 num_tokens=batch.num_tokens,
                 max_new_tokens=self.max_new_tokens,
                 tis_log_weights=tis,
             )
+            loss, stats = self.loss(inputs, self.cfg)
             self._backward(loss)
             n = float(stats["num_tokens"])
             sums["loss"] += loss.item()

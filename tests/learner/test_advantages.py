@@ -9,7 +9,7 @@ from conf.config import LearnerConfig
 from conf.registry import RegistryError
 from learner.objectives import grpo
 from learner.objectives.advantages import ADVANTAGES
-from learner.objectives.losses import LOSSES
+from learner.objectives.losses import LOSSES, LossInputs
 
 CFG = LearnerConfig(adv_eps=0.0)
 # Two groups of 4: rewards with a spread, and a flat group (no signal).
@@ -51,7 +51,8 @@ def test_ppo_token_is_the_grpo_policy_loss():
     lp, old = torch.randn(3, 5, generator=g), torch.randn(3, 5, generator=g)
     adv, mask = torch.randn(3, generator=g), (torch.rand(3, 5, generator=g) > 0.3).float()
     cfg = LearnerConfig(clip_eps=0.2, aggregation="token_mean")
-    got, _ = LOSSES.get("ppo_token")(lp, old, None, adv, mask, cfg=cfg, num_seqs=3.0, num_tokens=10.0, max_new_tokens=8)
+    inputs = LossInputs(lp, old, None, adv, mask, num_seqs=3.0, num_tokens=10.0, max_new_tokens=8)
+    got, _ = LOSSES.get("ppo_token")(inputs, cfg)
     want, _ = grpo.policy_loss(
         lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, aggregation="token_mean", num_seqs=3.0, num_tokens=10.0
     )
@@ -65,14 +66,12 @@ def test_registered_losses_take_the_clip_ranges_from_the_config(name):
     lp = torch.randn(4, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     old = lp - torch.tensor([0.5, -0.5, 0.5, -0.5], dtype=torch.float64)[:, None]
     adv, mask = torch.tensor([1.0, -1.0, 2.0, -0.5], dtype=torch.float64), torch.ones(4, 6, dtype=torch.float64)
-    kw = dict(num_seqs=4.0, num_tokens=24.0, max_new_tokens=8)
+    inputs = LossInputs(lp, old, None, adv, mask, num_seqs=4.0, num_tokens=24.0, max_new_tokens=8)
     loss = LOSSES.get(name)
-    sym, _ = loss(lp, old, None, adv, mask, cfg=LearnerConfig(clip_eps=0.01), **kw)
-    unset, _ = loss(
-        lp, old, None, adv, mask, cfg=LearnerConfig(clip_eps=0.01, clip_eps_low=0.01, clip_eps_high=0.01), **kw
-    )
-    high, _ = loss(lp, old, None, adv, mask, cfg=LearnerConfig(clip_eps=0.01, clip_eps_high=5.0), **kw)
-    low, _ = loss(lp, old, None, adv, mask, cfg=LearnerConfig(clip_eps=0.01, clip_eps_low=0.99), **kw)
+    sym, _ = loss(inputs, LearnerConfig(clip_eps=0.01))
+    unset, _ = loss(inputs, LearnerConfig(clip_eps=0.01, clip_eps_low=0.01, clip_eps_high=0.01))
+    high, _ = loss(inputs, LearnerConfig(clip_eps=0.01, clip_eps_high=5.0))
+    low, _ = loss(inputs, LearnerConfig(clip_eps=0.01, clip_eps_low=0.99))
     assert torch.equal(sym, unset)
     assert not torch.isclose(sym, high) and not torch.isclose(sym, low) and not torch.isclose(high, low)
 

@@ -7,7 +7,7 @@ import torch
 
 from conf.config import LearnerConfig
 from learner.objectives import gspo
-from learner.objectives.losses import LOSSES
+from learner.objectives.losses import LOSSES, LossInputs
 
 
 def _inputs():
@@ -102,7 +102,8 @@ def test_registered_as_learner_loss_gspo_and_ignores_the_aggregation():
     want, _ = gspo.policy_loss(lp, old, None, adv, mask, clip_eps=0.2, kl_coef=0.0, num_seqs=4.0)
     for aggregation in ("seq_mean_token_mean", "token_mean"):
         cfg = LearnerConfig(clip_eps=0.2, aggregation=aggregation, loss="gspo")
-        got, _ = LOSSES.get("gspo")(lp, old, None, adv, mask, cfg=cfg, num_seqs=4.0, num_tokens=10.0, max_new_tokens=8)
+        inputs = LossInputs(lp, old, None, adv, mask, num_seqs=4.0, num_tokens=10.0, max_new_tokens=8)
+        got, _ = LOSSES.get("gspo")(inputs, cfg)
         assert torch.equal(got, want)
 
 

@@ -8,7 +8,7 @@ import torch
 
 from conf.config import LearnerConfig
 from learner.objectives import mismatch
-from learner.objectives.losses import LOSSES
+from learner.objectives.losses import LOSSES, LossInputs
 
 NAN = float("nan")
 
@@ -45,7 +45,7 @@ def test_token_and_sequence_weights_by_hand():
 def _loss(name, lp, old, adv, mask, cap, logw, **norms):
     cfg = LearnerConfig(tis_cap=cap)
     defaults = dict(num_seqs=None, num_tokens=None, max_new_tokens=3)
-    return LOSSES.get(name)(lp, old, None, adv, mask, cfg=cfg, **(defaults | norms), tis_log_weights=logw)
+    return LOSSES.get(name)(LossInputs(lp, old, None, adv, mask, **(defaults | norms), tis_log_weights=logw), cfg)
 
 
 def test_ppo_token_tis_loss_and_gradient_by_hand():
@@ -104,7 +104,7 @@ def test_tis_micro_batches_sum_to_the_full_batch_gradient(name, aggregation):
     def run(rows):
         old = lp.detach()[rows]
         logw = mismatch.tis_log_weights(old, engine[rows])
-        return loss_fn(lp[rows], old, None, adv[rows], mask[rows], cfg=cfg, **norms, tis_log_weights=logw)[0]
+        return loss_fn(LossInputs(lp[rows], old, None, adv[rows], mask[rows], **norms, tis_log_weights=logw), cfg)[0]
 
     full = run(list(range(b)))
     (g_full,) = torch.autograd.grad(full, lp)
