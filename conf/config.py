@@ -96,6 +96,34 @@ class RolloutConfig:
     oracle_samples_per_group: int = 0
 
 
+def engine_config(
+    *,
+    max_new_tokens: int,
+    max_model_len: int,
+    num_gpus: float,
+    tensor_parallel_size: int,
+    gpu_memory_utilization: float,
+    kv_cache_gib: int,
+    max_prompts_per_call: int,
+    temperature: float = RolloutConfig.temperature,
+    top_p: float = RolloutConfig.top_p,
+) -> RolloutConfig:
+    """The RolloutConfig of an engine outside training (evaluation, the build's context model):
+    the fields such an engine sets, every other one (actors, restarts, threads, oracle samples)
+    at the trainer's default. A new engine field gets its one home here, not in each caller."""
+    return RolloutConfig(
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        max_model_len=max_model_len,
+        num_gpus=num_gpus,
+        tensor_parallel_size=tensor_parallel_size,
+        gpu_memory_utilization=gpu_memory_utilization,
+        kv_cache_gib=kv_cache_gib,
+        max_prompts_per_call=max_prompts_per_call,
+    )
+
+
 @dataclass
 class ExecutionConfig:
     # Test-runner actors: processes that run tests in sandboxes (reward/execution/), scaled on

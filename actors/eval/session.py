@@ -30,7 +30,7 @@ from actors.cluster.join import ray_session
 from actors.driver.generation import request_seed
 from actors.rollout.actor import GenerationRequest
 from actors.rollout.engines import Engines, engine_device
-from conf.config import ExecutionConfig, RolloutConfig
+from conf.config import ExecutionConfig, RolloutConfig, engine_config
 from conf.progress import Progress
 from conf.runtime import Runtime
 from reward.execution.pool import TestPool
@@ -44,21 +44,6 @@ log = logging.getLogger(__name__)
 
 # Prompts per generate call: progress is shown between calls; vLLM batches within each.
 PROMPTS_PER_CALL = 64
-
-
-def engine_config(cfg: EvalConfig) -> RolloutConfig:
-    """The rollout actors' config for the evaluated checkpoint (greedy is per request)."""
-    return RolloutConfig(
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        max_new_tokens=cfg.max_new_tokens,
-        max_model_len=cfg.max_model_len,
-        num_gpus=cfg.engine_gpus,
-        tensor_parallel_size=cfg.tensor_parallel_size,
-        gpu_memory_utilization=cfg.gpu_memory_utilization,
-        kv_cache_gib=cfg.kv_cache_gib,
-        max_prompts_per_call=PROMPTS_PER_CALL,
-    )
 
 
 def local_cpus(cfg: EvalConfig) -> int:
@@ -92,7 +77,19 @@ class EvalSession:
                 self._ray()
             device = engine_device(cfg.engines, cfg.engine_gpus)
             run = Runtime(cfg.checkpoint, cfg.dtype, cfg.seed, device, timeout_s=cfg.timeout_s)
-            self.engines = Engines(engine_config(cfg), run, count=cfg.engines, name="eval")
+            # Greedy or sampled is per request (generate's temperature); top_p applies to sampled ones.
+            rollout = engine_config(
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                max_new_tokens=cfg.max_new_tokens,
+                max_model_len=cfg.max_model_len,
+                num_gpus=cfg.engine_gpus,
+                tensor_parallel_size=cfg.tensor_parallel_size,
+                gpu_memory_utilization=cfg.gpu_memory_utilization,
+                kv_cache_gib=cfg.kv_cache_gib,
+                max_prompts_per_call=PROMPTS_PER_CALL,
+            )
+            self.engines = Engines(rollout, run, count=cfg.engines, name="eval")
             log.info("[eval] %s", self.engines.describe())
         return self.engines
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from conf.config import ModelConfig, RolloutConfig
+from conf.config import ModelConfig, RolloutConfig, engine_config
 from data.context.imports import relevant_candidates
 from data.context.question import ContextStats, Question, question, read_answer
 from data.mining.extract import add_relevant
@@ -65,7 +65,7 @@ class ContextConfig:
 
     def engine(self) -> RolloutConfig:
         """The rollout worker's config for this engine (greedy decoding is per request)."""
-        return RolloutConfig(
+        return engine_config(
             max_new_tokens=self.max_new_tokens,
             max_model_len=self.max_model_len,
             num_gpus=self.gpus,

@@ -98,3 +98,20 @@ def test_docs_config_is_generated_from_the_schema():
     assert doc.read_text().strip() == render().strip(), (
         "docs/config.md is stale: run `python -m conf.reference > docs/config.md`"
     )
+
+
+def test_an_engine_outside_training_sets_its_fields_and_keeps_every_other_default():
+    given = dict(
+        max_new_tokens=7,
+        max_model_len=99,
+        num_gpus=1.0,
+        tensor_parallel_size=2,
+        gpu_memory_utilization=0.3,
+        kv_cache_gib=4,
+        max_prompts_per_call=5,
+    )
+    got, default = config.engine_config(**given), config.RolloutConfig()
+    changed = {f.name for f in dataclasses.fields(got) if getattr(got, f.name) != getattr(default, f.name)}
+    assert changed == set(given)
+    assert (got.temperature, got.top_p) == (default.temperature, default.top_p)
+    assert config.engine_config(**given, temperature=0.5, top_p=0.9).top_p == 0.9
