@@ -4,7 +4,8 @@
 step's entries into the phase) for the step's metrics line. A Ray call that times out inside a
 phase (`ray.get(..., timeout=...)` raising GetTimeoutError) becomes a PhaseTimeout naming the
 phase, so the run ends with one line that says where it stopped (train.py prints it) instead of
-a traceback from deep inside Ray.
+a traceback from deep inside Ray. The Agentless evaluation times its stages with the same timer
+(actors/eval/agentless_mini.py: summary.json's `seconds`).
 """
 
 from __future__ import annotations

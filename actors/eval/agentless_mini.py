@@ -56,11 +56,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from actors.driver.phases import PhaseTimer
 from actors.eval.agentless_sandbox import Case, RunJobs, fallback_figures, rerank, run_tests
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
@@ -263,32 +263,31 @@ def _evaluate(
     # transformers pins torch's compile cache when imported (learner/models.py)
     from transformers import AutoTokenizer
 
-    started = time.perf_counter()
-    seconds: dict[str, float] = {}
+    timer = PhaseTimer()  # made first: its total is the whole evaluation's
     cases, selection = open_cases(cfg)
     log.info("[agentless] %d validated instances (%s)", len(cases), selection)
     gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint), session)
     try:
-        start = time.perf_counter()
-        if cases and not (cfg.oracle_localize and cfg.oracle_repair and cfg.repro_tests == 0):
-            gen.start()  # timed on its own: the stages' seconds are their own work
-        seconds["engine_start"], start = time.perf_counter() - start, time.perf_counter()
-        localization = localize(cfg, cases, gen)
-        seconds["localize"], start = time.perf_counter() - start, time.perf_counter()
-        repair(cfg, cases, gen)
-        seconds["repair"], start = time.perf_counter() - start, time.perf_counter()
-        written = write_repro_tests(cfg, cases, gen)
-        seconds["reproduce"] = time.perf_counter() - start
+        with timer("engine_start"):
+            if cases and not (cfg.oracle_localize and cfg.oracle_repair and cfg.repro_tests == 0):
+                gen.start()  # timed on its own: the stages' seconds are their own work
+        with timer("localize"):
+            localization = localize(cfg, cases, gen)
+        with timer("repair"):
+            repair(cfg, cases, gen)
+        with timer("reproduce"):
+            written = write_repro_tests(cfg, cases, gen)
     finally:
         gen.close()  # the engines' CPUs and GPUs go to the test runners; Ray stays up for them
-    run_tests(cases, written, run_jobs, seconds)
+    run_tests(cases, written, run_jobs, timer)
     filters = [rerank(case) for case in cases]
     name = cfg.model_name or cfg.checkpoint
     predictions = [{"instance_id": c.iid, "model_name_or_path": name, "model_patch": _final_patch(c)} for c in cases]
     final_runs = {c.iid: c.runs[c.winner] for c in cases if c.winner is not None and c.runs[c.winner] is not None}
     harness = report(predictions, final_runs, [])
     resolved_any = [any(bool(r and r.resolved) for r in c.runs) for c in cases]
-    seconds["total"] = time.perf_counter() - started
+    # summary.json names a stage's seconds by the stage alone, as it always has.
+    seconds = {k.removesuffix("_s"): v for k, v in timer.seconds.items()} | {"total": timer.total()}
     summary = {
         "checkpoint": cfg.checkpoint,
         "data": cfg.data,

@@ -10,15 +10,18 @@ Ray.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from data.agentless.regression_tests import regression_test_files
 from data.agentless.repo_view import RepoView
 from data.schema import Instance
 from reward.execution.runner import TestJob, TestRun
 from reward.rerank import Candidate, vote
+
+if TYPE_CHECKING:  # the timer's module imports Ray; these stages run and are tested without it
+    from actors.driver.phases import PhaseTimer
 
 
 @dataclass
@@ -68,42 +71,43 @@ def keeps_regressions(instance: Instance, run: TestRun) -> bool:
     return run.status == "ok" and all(run.outcomes.get(t) == "passed" for t in instance.pass_to_pass or ())
 
 
-def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJobs, seconds: dict[str, float]) -> None:
-    """The sandbox stages: reproduction tests on the original code, regression runs, then each
-    kept reproduction test on each regression survivor."""
-    start = time.perf_counter()
-    checks = run_jobs(
-        [TestJob(c.instance, "", f"check/{n}", test_patch=p) for n, (c, p) in enumerate(written)], "repro checks"
-    )
-    for (case, test_patch), run in zip(written, checks, strict=True):
-        if reproduces(run):
-            case.repro_kept.append(test_patch)
-    seconds["repro_check"] = time.perf_counter() - start
-    start = time.perf_counter()
-    jobs = [
-        (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/{i}")) for c in cases for i, cand in enumerate(c.candidates)
-    ]
-    regressions = run_jobs([job for _, _, job in jobs], "regression runs")
-    for case in cases:
-        case.runs = [None] * len(case.candidates)
-        case.repro_passed = [0] * len(case.candidates)
-    for (case, i, _), run in zip(jobs, regressions, strict=True):
-        case.runs[i] = run
-    for case in cases:
-        case.regression_ok = [r is not None and keeps_regressions(case.instance, r) for r in case.runs]
-    seconds["regression"] = time.perf_counter() - start
-    start = time.perf_counter()
-    regression_fallback(cases, run_jobs)
-    seconds["regression_fallback"] = time.perf_counter() - start
-    start = time.perf_counter()
-    pairs = [(c, i, t) for c in cases for i, ok in enumerate(c.regression_ok) if ok for t in c.repro_kept]
-    repro = run_jobs(
-        [TestJob(c.instance, c.candidates[i].patch, f"repro/{n}", test_patch=t) for n, (c, i, t) in enumerate(pairs)],
-        "repro runs",
-    )
-    for (case, i, _), run in zip(pairs, repro, strict=True):
-        case.repro_passed[i] += passes(run)
-    seconds["repro_on_candidates"] = time.perf_counter() - start
+def run_tests(cases: list[Case], written: list[tuple[Case, str]], run_jobs: RunJobs, timer: PhaseTimer) -> None:
+    """The sandbox stages, each timed by `timer`: reproduction tests on the original code,
+    regression runs, then each kept reproduction test on each regression survivor."""
+    with timer("repro_check"):
+        checks = run_jobs(
+            [TestJob(c.instance, "", f"check/{n}", test_patch=p) for n, (c, p) in enumerate(written)], "repro checks"
+        )
+        for (case, test_patch), run in zip(written, checks, strict=True):
+            if reproduces(run):
+                case.repro_kept.append(test_patch)
+    with timer("regression"):
+        jobs = [
+            (c, i, TestJob(c.instance, cand.patch, f"{c.iid}/{i}"))
+            for c in cases
+            for i, cand in enumerate(c.candidates)
+        ]
+        regressions = run_jobs([job for _, _, job in jobs], "regression runs")
+        for case in cases:
+            case.runs = [None] * len(case.candidates)
+            case.repro_passed = [0] * len(case.candidates)
+        for (case, i, _), run in zip(jobs, regressions, strict=True):
+            case.runs[i] = run
+        for case in cases:
+            case.regression_ok = [r is not None and keeps_regressions(case.instance, r) for r in case.runs]
+    with timer("regression_fallback"):
+        regression_fallback(cases, run_jobs)
+    with timer("repro_on_candidates"):
+        pairs = [(c, i, t) for c in cases for i, ok in enumerate(c.regression_ok) if ok for t in c.repro_kept]
+        repro = run_jobs(
+            [
+                TestJob(c.instance, c.candidates[i].patch, f"repro/{n}", test_patch=t)
+                for n, (c, i, t) in enumerate(pairs)
+            ],
+            "repro runs",
+        )
+        for (case, i, _), run in zip(pairs, repro, strict=True):
+            case.repro_passed[i] += passes(run)
 
 
 def regression_fallback(cases: list[Case], run_jobs: RunJobs) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from actors import evaluate as ev
+from actors.driver.phases import PhaseTimer
 from actors.eval import agentless_mini as agentless
 from actors.eval.agentless_sandbox import Case, fallback_figures, rerank, run_tests
 from conf import eval as eval_config
@@ -167,9 +168,9 @@ def test_without_pass_to_pass_the_repositorys_own_tests_drop_a_candidate_that_br
     agentless.localize(cfg, [case], Scripted(cfg, {}))
     agentless.repair(cfg, [case], Scripted(cfg, {"repair": lambda key: answers}))
     assert len(case.candidates) == 2  # one vote each: without the fallback the first (broken) one wins
-    seconds: dict[str, float] = {}
-    run_tests([case], [], _local_runs(tmp_path), seconds)
-    assert case.fallback_tests == ["tests/test_cache_existing.py"] and "regression_fallback" in seconds
+    timer = PhaseTimer()
+    run_tests([case], [], _local_runs(tmp_path), timer)
+    assert case.fallback_tests == ["tests/test_cache_existing.py"] and "regression_fallback_s" in timer.seconds
     base_run = case.fallback_baseline
     assert base_run is not None and base_run.outcomes == {
         "tests/test_cache_existing.py::test_clear_resets_the_counters": "passed",
