@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.cluster.join import ray_session
-from conf.errors import UserError
+from conf.errors import UserError, fail
 from conf.progress import Progress
 from data.context.step import MODES, ContextChooser, ContextConfig
 from data.mining.extract import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
@@ -55,6 +55,7 @@ from data.shards import ShardWriter, prepare_output, write_manifest
 # Skips with a reason of their own (a git error, an unknown commit) shown per reason, and kept
 # in the manifest: enough to see what went wrong without a log of every candidate.
 EXAMPLES_PER_REASON = 5
+PROG = "python -m data.build"  # the name in --help and in its one-line errors
 
 
 @dataclass(frozen=True)
@@ -368,7 +369,7 @@ def _manifest(
 def _parser() -> argparse.ArgumentParser:
     """Flags map one to one onto BuildConfig / FilterConfig fields; their defaults live there."""
     ap = argparse.ArgumentParser(
-        prog="python -m data.build",
+        prog=PROG,
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -480,8 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         manifest = build(cfg)
     except (UserError, GitError, OSError) as e:  # InputError is a UserError; OutputExistsError an OSError
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        fail(PROG, str(e))
     print(summary_table(Counter(manifest["counts"]), manifest["candidates"]))
     print(
         f"{manifest['instances']} instances in {len(manifest['shards'])} shards -> {cfg.out} "

@@ -35,6 +35,14 @@ def _shared(name: str) -> Path:
     return path
 
 
+def _exit_code(argv: list[str]) -> int:
+    """The command's exit code: what main returns, or what its one-line error exits with."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("synthetic")
@@ -56,7 +64,7 @@ def test_cli_prints_the_summary_and_inspect_shows_an_instance(
     # bots here, and change no code file either.
     assert "\nkept                     19   79.2%\n" in printed
     assert "\nbot                       0    0.0%\n" in printed and "\nno_code                   5" in printed
-    assert main(["--git", str(synthetic), "--out", str(out)]) == 2
+    assert _exit_code(["--git", str(synthetic), "--out", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert inspect_mod.main([str(out), "--index", "1", "--chars", "40"]) == 0
     shown = capsys.readouterr().out
@@ -137,9 +145,9 @@ def test_ray_with_two_workers_gives_the_in_process_result(
 
 
 def test_bad_inputs_name_the_path_line_or_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--git", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert _exit_code(["--git", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert f"{tmp_path}: not a git repository" in capsys.readouterr().err
-    assert main(["--git", str(tmp_path), "--out", str(tmp_path / "o"), "--shard-size", "0"]) == 2
+    assert _exit_code(["--git", str(tmp_path), "--out", str(tmp_path / "o"), "--shard-size", "0"]) == 2
     assert "shard_size must be >= 1, got 0" in capsys.readouterr().err
     bad = tmp_path / "issues.jsonl"
     bad.write_text('{"number": 1, "title": "a", "body": ""}\n{"number": 2, "title": \n')
@@ -167,7 +175,7 @@ def test_bad_inputs_name_the_path_line_or_field(tmp_path: Path, capsys: pytest.C
             ]
         )
     )
-    assert main(["--swebench", str(rows), "--out", str(tmp_path / "o")]) == 2
+    assert _exit_code(["--swebench", str(rows), "--out", str(tmp_path / "o")]) == 2
     assert "item 0: the row has no code_context: pass --git" in capsys.readouterr().err
 
 

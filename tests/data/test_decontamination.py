@@ -34,6 +34,14 @@ def _module(name: str, offset: int) -> str:
     )
 
 
+def _exit_code(argv: list[str]) -> int:
+    """The command's exit code: what main returns, or what its one-line error exits with."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def _counts(manifest: dict) -> dict[str, int]:
     return {k: v for k, v in manifest["counts"].items() if v}
 
@@ -110,16 +118,21 @@ def test_exclude_repos_bad_input_is_one_line_naming_the_file(
 ) -> None:
     bad = tmp_path / "repos.txt"
     bad.write_text("psf/requests\nrequests\n")
-    assert main(["--git", str(history), "--out", str(tmp_path / "o"), "--exclude-repos", str(bad)]) == 2
+    assert _exit_code(["--git", str(history), "--out", str(tmp_path / "o"), "--exclude-repos", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: {bad}: line 2: expected a repository as owner/name, got 'requests' (--exclude-repos)\n"
+    assert (
+        err
+        == f"python -m data.build: error: {bad}: line 2: expected a repository as owner/name, got 'requests' (--exclude-repos)\n"
+    )
     rows = tmp_path / "rows.json"
     rows.write_text(json.dumps([{"instance_id": "x-1"}]))
-    assert main(["--git", str(history), "--out", str(tmp_path / "o"), "--exclude-repos", str(rows)]) == 2
+    assert _exit_code(["--git", str(history), "--out", str(tmp_path / "o"), "--exclude-repos", str(rows)]) == 2
     assert f"{rows}: item 0: expected a repository as owner/name, got None" in capsys.readouterr().err
-    assert main(["--git", str(history), "--out", str(tmp_path / "o"), "--exclude-repos", str(tmp_path / "no")]) == 2
+    assert (
+        _exit_code(["--git", str(history), "--out", str(tmp_path / "o"), "--exclude-repos", str(tmp_path / "no")]) == 2
+    )
     assert "no: no such file (--exclude-repos)" in capsys.readouterr().err
-    assert main(["--git", str(history), "--out", str(tmp_path / "o"), "--near-dup-threshold", "1.5"]) == 2
+    assert _exit_code(["--git", str(history), "--out", str(tmp_path / "o"), "--near-dup-threshold", "1.5"]) == 2
     assert "near_dup_threshold must be in [0, 1] (0 = off), got 1.5" in capsys.readouterr().err
 
 
