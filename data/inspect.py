@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow.dataset as pads
 
+from conf.errors import fail
 from data.mining.filters import REASONS
 from data.shards import read_manifest
 
@@ -75,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(inspect(args.dir, args.index, 0 if args.full else args.chars))
     except (OSError, IndexError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        fail(ap.prog, str(e))
     return 0
 
 

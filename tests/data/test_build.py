@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,10 +36,10 @@ def _shared(name: str) -> Path:
     return path
 
 
-def _exit_code(argv: list[str]) -> int:
+def _exit_code(argv: list[str], command: Callable[[list[str]], int] = main) -> int:
     """The command's exit code: what main returns, or what its one-line error exits with."""
     try:
-        return main(argv)
+        return command(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
 
@@ -70,7 +71,7 @@ def test_cli_prints_the_summary_and_inspect_shows_an_instance(
     shown = capsys.readouterr().out
     assert "instances: 19" in shown and "swe_rl.schema_version: '3'" in shown
     assert "instance_id: example__synthetic-23" in shown and "more characters]" in shown
-    assert inspect_mod.main([str(out), "--index", "99"]) == 2
+    assert _exit_code([str(out), "--index", "99"], inspect_mod.main) == 2
 
 
 def test_flags_map_onto_the_config() -> None:
