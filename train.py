@@ -4,13 +4,13 @@ One step is a pipeline of named, timed phases, each one call on a component:
 
     data        rollouts.prefetch     the step's prompts, queued on the engines    actors/driver/generation.py
     generate    sampler.sample        samples per prompt (staleness, oracle)       actors/driver/generation.py
-    reward      (sampler.sample)      `reward.kind` on the reward actors; DAPO's   actors/reward_pool.py,
+    reward      (sampler.sample)      `reward.kind` on the reward actors; DAPO's   actors/driver/reward_pool.py,
                                       dynamic sampling refills flat groups         actors/driver/dynamic_sampling.py
     advantages  advantage(...)        `learner.advantage` over each group          learner/objectives/advantages.py
     train       learner.train         one update (`learner.loss`) on DeepSpeed     learner/group.py
     sync        weights.push          to every engine (`trainer.weight_transport`) actors/driver/weight_sync.py
     checkpoint  checkpoints.save      every `trainer.checkpoint_every` steps       learner/checkpoint.py
-    log         log.write             dashboard gauges, `trainer.loggers`          actors/observe/run_log.py
+    log         log.write             dashboard gauges, `trainer.loggers`          actors/driver/run_log.py
 
 Every remote call is awaited within `trainer.phase_timeout_s`, so a failed or hung actor
 surfaces in the phase that used it, by name. `trainer.mode=sync` is the paper's on-policy loop;
@@ -38,10 +38,10 @@ from actors.cluster.reaper import scoped_tmp
 from actors.control import FleetControl
 from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Rollouts, overlong_penalty, train_samples
-from actors.driver.phases import PhaseTimeout, PhaseTimer
+from actors.driver.reward_pool import RewardPool
+from actors.driver.run_log import RunLog, merged, step_metrics
 from actors.driver.weight_sync import SyncCheck, WeightSync
-from actors.observe.run_log import RunLog, merged, step_metrics
-from actors.reward_pool import RewardPool
+from actors.observe.phases import PhaseTimeout, PhaseTimer
 from actors.rollout.fleet import RolloutFleet
 from conf import config, logs
 from conf import device as devices

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from hydra import compose, initialize_config_dir
 
-from actors.reward_pool import ScoreJob
+from actors.driver.reward_pool import ScoreJob
 from actors.rollout.actor import GenerationRequest
 from conf import config
 from data.demo import demo_parquet_path

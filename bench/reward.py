@@ -130,7 +130,7 @@ def pool_scaling(outputs: list[OutputCase], num_jobs: int) -> None:
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # local benchmark: every socket on 127.0.0.1
     import ray
 
-    from actors.reward_pool import RewardPool, ScoreJob
+    from actors.driver.reward_pool import RewardPool, ScoreJob
     from conf.config import RewardConfig
     from data.schema import Instance
 

@@ -57,8 +57,8 @@ def requests(tokenizer: Any, prompts: int, samples: int) -> list[Any]:
 
 def default_job(tokenizer: Any) -> tuple[list[Any], RolloutConfig]:
     """The default job's first generation: its prompts, group size, seeds and rollout config."""
-    from actors.driver.generation import request_id, request_seed
-    from actors.rollout.actor import GenerationRequest
+    from actors.driver.generation import request_id
+    from actors.rollout.actor import GenerationRequest, request_seed
     from conf.config import TrainConfig
     from data.loader import InstanceLoader
 

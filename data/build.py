@@ -34,13 +34,13 @@ from typing import Any
 from actors.cluster.join import ray_session
 from conf.errors import UserError, fail
 from conf.progress import Progress
-from data.context.step import MODES, ContextChooser, ContextConfig
+from data.git.pulls import merged_pull_requests
+from data.git.repo import GitError, Repo, parse_clone
+from data.mining.context_step import MODES, ContextChooser, ContextConfig
 from data.mining.extract import MineJob, Outcome, mine_pr_chunk, mine_row_chunk
 from data.mining.filters import FilterConfig, new_counts, summary_table
-from data.mining.gitrepo import GitError, Repo, parse_clone
 from data.mining.neardup import NearDuplicates
 from data.mining.parallel import chunked, map_in_process, map_on_ray
-from data.mining.pulls import merged_pull_requests
 from data.mining.sources import (
     InputError,
     iter_json_records,
@@ -96,7 +96,7 @@ class BuildConfig:
     chunk_size: int = 16
     # The filter switches and limits (data/mining/filters.py).
     filters: FilterConfig = field(default_factory=FilterConfig)
-    # How the relevant unchanged files are chosen, and the model that chooses them (data/context/step.py).
+    # How the relevant unchanged files are chosen, and the model that chooses them (data/mining/context_step.py).
     context: ContextConfig = field(default_factory=ContextConfig)
 
 
@@ -424,7 +424,7 @@ def _parser() -> argparse.ArgumentParser:
         "an evaluation row (--exclude / --exclude-repos files) or a kept instance "
         f"(default: {FilterConfig.near_dup_threshold}; 0 = off)",
     )
-    _context_flags(ap.add_argument_group("relevant files (data/context/step.py)"))
+    _context_flags(ap.add_argument_group("relevant files (data/mining/context_step.py)"))
     return ap
 
 

@@ -20,7 +20,7 @@ same, as three stages that run in-process or as a streaming Ray Data pipeline:
 3. the driver writes the records, REST issue objects (a PR is one with a `pull_request` key),
    as JSON lines (`.gz` when the name ends so), atomically: a failed run leaves no file.
 
-Linked issues follow data.mining.pulls' closing-keyword rule (`fixes #N`, `closes owner/name#N` of the
+Linked issues follow data.git.pulls' closing-keyword rule (`fixes #N`, `closes owner/name#N` of the
 same repository, an issue URL) in the PR's title and body; data.build applies the same rule to
 the same text again, and to the PR's commit messages, which the events do not carry.
 
@@ -51,7 +51,7 @@ from typing import IO, Any, cast
 from actors.cluster.join import ray_session
 from conf.errors import UserError, fail
 from conf.io import atomic_write, check_output
-from data.mining.pulls import linked_issues
+from data.git.pulls import linked_issues
 from data.mining.sources import InputError, read_excluded_repos
 
 Fact = dict[str, str]  # {"key": "owner/name#N", "kind": ..., "time": ISO 8601, "data": JSON}

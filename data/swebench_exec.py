@@ -53,11 +53,11 @@ from pathlib import Path
 from typing import Any
 
 from conf.errors import UserError, fail
+from data.git.diffs import is_test_path
+from data.git.repo import GitError, Repo, parse_clone
 from data.loader import read_instances
-from data.mining.diffs import is_test_path
 from data.mining.extract import MineJob, mine_swebench_row
 from data.mining.filters import FilterConfig
-from data.mining.gitrepo import GitError, Repo, parse_clone
 from data.mining.sources import iter_swebench_rows
 from data.patching import PatchError, parse_patch
 from data.schema import Instance

@@ -19,7 +19,7 @@ after the new one is complete.
 Reading: before anything starts, the newest checkpoint's files are checked against its
 manifest (sizes, then checksums). A damaged one (a truncated shard, a deleted file) is named,
 file and all, and the run resumes from the newest intact one; steps logged after it run again
-(actors/observe/run_log.py marks their lines rerun). Checksums cost one read of the checkpoint per
+(actors/driver/run_log.py marks their lines rerun). Checksums cost one read of the checkpoint per
 resume (~1 GB/s per core here); a 70B run's 1.1 TB of ZeRO-3 state takes minutes on a shared
 file system, which is why the p5_512 preset checkpoints every 50 steps.
 

@@ -20,7 +20,7 @@ calls visit subsets of those pairs, and on real and random diffs one unit took 6
 (see docs/reward.md). A pair whose units x `SECONDS_PER_UNIT` exceed `max_pair_seconds` is not
 compared: the path scores 0 and is reported as timed out. The same bound guards the line diff
 of rule 4 for predicted files. Inputs built to defeat the estimate (deep recursion over few
-pairs) are stopped by the reward pool's per-call timeout instead (actors/reward_pool.py).
+pairs) are stopped by the reward pool's per-call timeout instead (actors/driver/reward_pool.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ so it is deterministic, but inputs built to defeat its estimate (many small matc
 between a long and a short diff: the matcher recurses into nearly the whole long side again
 and again) can still take tens of seconds, and SequenceMatcher runs in C: it cannot be
 interrupted inside the process. The trainer's reward pool bounds each call and kills the worker
-(actors/reward_pool.py); this is the same backstop for `python -m reward.score`: an item still
+(actors/driver/reward_pool.py); this is the same backstop for `python -m reward.score`: an item still
 running after `timeout_s` has its process killed and replaced, and gets `on_timeout(item)`.
 
 Results come back in input order; at most `workers` items are in flight, so memory holds

@@ -30,8 +30,8 @@ from typing import Any
 import torch
 
 from actors.driver.generation import Group, Rollouts
-from actors.driver.phases import PhaseTimer
-from actors.reward_pool import RewardPool, ScoredJob
+from actors.driver.reward_pool import RewardPool, ScoredJob
+from actors.observe.phases import PhaseTimer
 from conf.config import TrainConfig
 from learner.objectives import grpo
 

@@ -23,14 +23,13 @@ A group's request id is "<step>/<slot>/<instance_id>" and its sampling seed is d
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from actors.rollout.actor import Completion, GenerationRequest, GenerationResult
+from actors.rollout.actor import Completion, GenerationRequest, GenerationResult, request_seed
 from actors.rollout.fleet import RolloutFleet
 from conf.config import TrainConfig
 from data.loader import InstanceLoader, PromptItem
@@ -43,11 +42,6 @@ def request_id(step: int, slot: int, instance_id: str) -> str:
     """The id of a step's `slot`-th group. The slot keeps ids unique when an instance occurs
     twice in one step (a data set smaller than prompts_per_step, or an epoch boundary)."""
     return f"{step}/{slot}/{instance_id}"
-
-
-def request_seed(seed: int, request: str) -> int:
-    """Per-request sampling seed: a group is reproducible from (seed, its request id)."""
-    return zlib.crc32(f"{seed}/{request}".encode()) & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)

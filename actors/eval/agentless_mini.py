@@ -60,10 +60,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from actors.driver.phases import PhaseTimer
 from actors.eval.agentless_sandbox import Case, RunJobs, fallback_figures, rerank, run_tests
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
+from actors.observe.phases import PhaseTimer
 from conf.eval import EvalConfig
 from conf.io import write_text
 from data.agentless.prompts import answer_part, localize_messages, read_test_file, repro_messages, repro_test_patch

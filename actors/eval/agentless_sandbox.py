@@ -21,7 +21,7 @@ from reward.execution.runner import TestJob, TestRun
 from reward.rerank import Candidate, vote
 
 if TYPE_CHECKING:  # the timer's module imports Ray; these stages run and are tested without it
-    from actors.driver.phases import PhaseTimer
+    from actors.observe.phases import PhaseTimer
 
 
 @dataclass

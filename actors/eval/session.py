@@ -27,8 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from actors.cluster.join import ray_session
-from actors.driver.generation import request_seed
-from actors.rollout.actor import GenerationRequest
+from actors.rollout.actor import GenerationRequest, request_seed
 from actors.rollout.engines import Engines, engine_device
 from conf.config import ExecutionConfig, RolloutConfig, engine_config
 from conf.progress import Progress

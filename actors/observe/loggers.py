@@ -1,7 +1,7 @@
 """Where a step's metrics line goes, chosen by `trainer.loggers` (default `[console, jsonl]`).
 
 A logger is a class registered under a name in `LOGGERS`, built once by the run log
-(actors/observe/run_log.py) with the run's `RunInfo`, and called once per step with the metrics line:
+(actors/driver/run_log.py) with the run's `RunInfo`, and called once per step with the metrics line:
 
     console      the one `[step k/n]` line per step
     jsonl        <run_dir>/metrics.jsonl (the record the tests, plots and resume read)
@@ -15,7 +15,7 @@ it in `requires`; `check_installed` refuses such a logger at config time, before
 with the pip command of the extra named like the logger.
 
 Resume: a run continues from its checkpoint's step, and the steps logged after it run again
-(actors/observe/run_log.py). TensorBoard is opened with `purge_step` = that step + 1, which makes
+(actors/driver/run_log.py). TensorBoard is opened with `purge_step` = that step + 1, which makes
 TensorBoard hide the earlier values of the steps run again (the same rule as metrics.jsonl:
 a step's last line counts). W&B's steps only move forward, so its logger skips the steps run
 again and keeps their first values; the run id is kept in <run_dir>/wandb_id and reused.

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,11 @@ from conf.logs import actor_env
 from conf.runtime import Runtime
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
+
+
+def request_seed(seed: int, request: str) -> int:
+    """Per-request sampling seed: a group is reproducible from (seed, its request id)."""
+    return zlib.crc32(f"{seed}/{request}".encode()) & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from actors.driver.generation import request_seed
-from actors.rollout.actor import GenerationRequest
+from actors.rollout.actor import GenerationRequest, request_seed
 from actors.rollout.engines import Engines, engine_device
 from conf.config import ModelConfig, RolloutConfig, TrainerConfig
 from conf.runtime import Runtime
-from data.context.step import Asker, ContextConfig
+from data.mining.context_step import Asker, ContextConfig
 from data.prompt import encode_prompt
 from learner.models import resolve, tokenizer
 

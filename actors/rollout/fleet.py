@@ -39,7 +39,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
-from actors.driver.phases import PhaseTimeout
+from actors.observe.phases import PhaseTimeout
 from actors.rollout.actor import GenerationRequest, GenerationResult, RolloutWorker, engine_env
 from conf import device as devices
 from conf.config import RolloutConfig

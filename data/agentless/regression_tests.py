@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 
 from data.agentless.repo_view import RepoView
 from data.context.imports import imported_files, module_names
-from data.mining.diffs import is_test_path
+from data.git.diffs import is_test_path
 
 MAX_TEST_FILES = 8
 _PYTEST_FILE_RE = re.compile(r"^(test_.*|.*_test)\.py$")

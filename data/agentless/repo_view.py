@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from data.mining.gitrepo import GitError, Repo
+from data.git.repo import GitError, Repo
 from data.patching import created_files
 from data.schema import Instance
 

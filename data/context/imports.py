@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 
-from data.mining.diffs import is_test_path
-from data.mining.gitrepo import Repo
+from data.git.diffs import is_test_path
+from data.git.repo import Repo
 
 _FROM_RE = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
 _IMPORT_RE = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)

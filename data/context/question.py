@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from data.context.file_picks import Picks, read_picks, render_tree
-from data.mining.diffs import is_code_path, is_test_path
+from data.git.diffs import is_code_path, is_test_path
 
 SYSTEM = "You are an expert software engineer who knows which files of a repository belong together."
 

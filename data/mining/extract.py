@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from data.context.imports import relevant_candidates
-from data.mining.diffs import FileChange, changed_files, is_code_path, is_test_path
+from data.git.diffs import FileChange, changed_files, is_code_path, is_test_path
+from data.git.pulls import PullRequest, linked_issues
+from data.git.repo import GitError, Repo
 from data.mining.filters import FilterConfig, context_limit, context_size, is_bot, over_limits
-from data.mining.gitrepo import GitError, Repo
-from data.mining.pulls import PullRequest, linked_issues
 from data.mining.sources import InputError, IssueIndex
 from data.patching import PatchError, apply_patch, parse_patch
 
@@ -38,7 +38,7 @@ class MineJob:
     require_issue: bool  # FilterConfig.require_linked_issue, resolved against the inputs
     issues: IssueIndex | None  # issue dump of this repository, None without --issues
     # `--context model`: relevant files are left to the caller, which asks a model for a whole
-    # batch of instances at once (data/context/step.py); the Outcome says which rows need them.
+    # batch of instances at once (data/mining/context_step.py); the Outcome says which rows need them.
     context_by_model: bool = False
 
 

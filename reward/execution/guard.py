@@ -30,7 +30,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from data.mining.diffs import is_test_path
+from data.git.diffs import is_test_path
 
 NAMES = frozenset(
     {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"}

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from conf.io import locked
-from data.mining.gitrepo import parse_clone
+from data.git.repo import parse_clone
 from data.patching import created_files
 from data.schema import Instance
 from reward.execution.environments import EnvSpec

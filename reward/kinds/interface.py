@@ -1,6 +1,6 @@
 """Reward kinds: how one model output is scored against one instance, chosen by `reward.kind`.
 
-A kind is a class registered under a name in `REWARDS`. The reward workers (actors/reward_pool.py)
+A kind is a class registered under a name in `REWARDS`. The reward workers (actors/driver/reward_pool.py)
 are generic: each holds one kind object (built on the driver from the config and shipped to
 the workers) and calls
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from actors import evaluate as ev
-from actors.driver.phases import PhaseTimer
 from actors.eval import agentless_mini as agentless
 from actors.eval.agentless_sandbox import Case, fallback_figures, rerank, run_tests
+from actors.observe.phases import PhaseTimer
 from conf import eval as eval_config
 from conf.config import ExecutionConfig, ModelConfig
 from data.agentless.repo_view import changed_paths, files_view

@@ -5,8 +5,8 @@ import dataclasses
 
 from actors.driver.dynamic_sampling import GroupSampler, assemble, has_signal, pair
 from actors.driver.generation import Group
-from actors.driver.phases import PhaseTimer
-from actors.reward_pool import ScoredJob
+from actors.driver.reward_pool import ScoredJob
+from actors.observe.phases import PhaseTimer
 from actors.rollout.actor import Completion
 from conf.config import TrainConfig
 from reward.core import RewardResult

@@ -17,10 +17,9 @@ from typing import ClassVar
 
 import pytest
 
-from actors.driver.generation import request_seed
 from actors.eval.session import EvalSession, local_cpus
 from actors.rollout import engines as engines_mod
-from actors.rollout.actor import Completion, GenerationRequest, GenerationResult
+from actors.rollout.actor import Completion, GenerationRequest, GenerationResult, request_seed
 from conf import eval as eval_config
 from conf.config import ConfigError, ModelConfig
 from learner.models import resolve

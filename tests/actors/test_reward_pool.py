@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 import ray
 
-from actors.reward_pool import RewardPool, RewardWorker, ScoredJob, ScoreJob
+from actors.driver.reward_pool import RewardPool, RewardWorker, ScoredJob, ScoreJob
 from conf.config import RewardConfig
 from data.schema import Instance
 from reward import oracle_answer, score_output

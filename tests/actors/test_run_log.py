@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.observe.run_log import merged
+from actors.driver.run_log import merged
 
 
 def test_sources_are_joined_in_order():

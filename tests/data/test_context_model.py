@@ -13,8 +13,8 @@ from actors.rollout import context_engine
 from data import build as build_mod
 from data.build import BuildConfig, build, parse_args
 from data.context.question import candidate_files, question, read_answer
-from data.context.step import SIDECAR, ContextConfig
 from data.fixtures.synthetic import generate_history
+from data.mining.context_step import SIDECAR, ContextConfig
 
 TREE = [
     "README.md",

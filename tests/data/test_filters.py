@@ -11,9 +11,9 @@ import pytest
 
 from data.build import BuildConfig, build
 from data.fixtures.synthetic import RepoBuilder
-from data.mining.diffs import is_code_path, is_test_path
+from data.git.diffs import is_code_path, is_test_path
+from data.git.pulls import linked_issues
 from data.mining.filters import REASONS, FilterConfig, context_size, is_bot, over_limits, summary_table
-from data.mining.pulls import linked_issues
 
 
 @pytest.mark.parametrize(

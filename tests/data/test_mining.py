@@ -18,8 +18,8 @@ import pytest
 
 from data.build import BuildConfig, build
 from data.fixtures.synthetic import RepoBuilder
-from data.mining.gitrepo import Repo
-from data.mining.pulls import merged_pull_requests
+from data.git.pulls import merged_pull_requests
+from data.git.repo import Repo
 from data.patching import parse_patch
 
 CORE = "from pkg.util import helper\n\n\ndef parse(x):\n    return helper() + x\n"

@@ -11,7 +11,7 @@ import pytest
 from data.agentless.prompts import REPRO_TEST_PATH, localize_messages, read_test_file, repro_test_patch
 from data.agentless.repo_view import RepoUnavailable, changed_paths, files_view, git_view, is_source, open_view
 from data.demo import load_demo_rows
-from data.mining.gitrepo import Repo
+from data.git.repo import Repo
 from data.patching import apply_patch, unified_diff
 from data.schema import Instance
 

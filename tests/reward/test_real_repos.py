@@ -20,7 +20,7 @@ import pytest
 
 from data.build import BuildConfig, resolve_sources
 from data.fixtures.synthetic import RepoBuilder
-from data.mining.gitrepo import parse_clone
+from data.git.repo import parse_clone
 from data.schema import Instance
 from data.validate import label
 from reward.execution import environments, pythons, sandbox

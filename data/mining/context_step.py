@@ -25,9 +25,9 @@ from typing import Any, Protocol
 from conf.config import ModelConfig, RolloutConfig, engine_config
 from data.context.imports import relevant_candidates
 from data.context.question import ContextStats, Question, question, read_answer
+from data.git.repo import Repo
 from data.mining.extract import add_relevant
 from data.mining.filters import FilterConfig, context_size
-from data.mining.gitrepo import Repo
 from data.shards import MANIFEST
 
 SIDECAR = MANIFEST.replace(".json", ".context.jsonl")  # cleared with the manifest on --overwrite

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from data.mining.gitrepo import GitError, Repo
+from data.git.repo import GitError, Repo
 
 _DIFF_ARGS = ("-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/")
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from data.mining.gitrepo import GitError, Repo
+from data.git.repo import GitError, Repo
 
 _MERGE_RE = re.compile(r"^Merge pull request #(\d+) from (\S+)")
 _SQUASH_RE = re.compile(r"^(.*?)\s*\(#(\d+)\)\s*$")

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 from actors.driver.generation import Group
+from actors.driver.reward_pool import ScoredJob
 from actors.observe.dashboard import install_on_head
 from actors.observe.loggers import LOGGERS, Logger, RunInfo
 from actors.observe.telemetry import Telemetry
-from actors.reward_pool import ScoredJob
 from conf.config import TrainerConfig
 from conf.io import atomic_write
 from learner.checkpoint import Checkpoint
