@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from conf.errors import fail
 from conf.io import atomic_write
 
 
@@ -58,6 +59,8 @@ def plot_run(run_dir: str | Path) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         raise SystemExit("usage: python -m learner.plot RUN_DIR")
+    if not (Path(sys.argv[1]) / "metrics.jsonl").is_file():
+        fail("python -m learner.plot", f"{sys.argv[1]}: no metrics.jsonl there (not a run directory)")
     print(plot_run(sys.argv[1]))
