@@ -35,7 +35,10 @@ mining reasons (data/mining/extract.py: unknown_commit, patch_mismatch, ...).
 Rows without a test patch (SWE-bench Lite's, `requests_lite.jsonl`) get one from a mined PR of
 the same base commit whose patch is the row's (`--test-patches`: data.build output of that
 repository), else from the clone's `refs/pull/N/head` (N from the instance id) when its diff
-from the base commit has exactly the row's patch outside the test files.
+from the base commit, outside the test files, is exactly the row's patch on the patch's files.
+A PR also touches files the gold patch leaves out (a changelog, AUTHORS, the docs): those, when
+they are not code (`_is_code`), are ignored and noted (`non_code_files_ignored`); another code
+file means another change, not this one.
 """
 
 from __future__ import annotations
@@ -190,20 +193,48 @@ def normalized(patch: str) -> str:
     return "\n".join(lines)
 
 
-def mined_test_patches(paths: list[str]) -> dict[tuple[str, str], str]:
-    """(base commit, normalized patch) -> test patch, of mined instances (data.build output)."""
-
-    out: dict[tuple[str, str], str] = {}
+def mined_test_patches(paths: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """base commit -> (patch, test patch) of each mined instance (data.build output) on it."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for path in paths:
         for inst in read_instances(path, 0):
             if inst.test_patch:
-                out[(inst.base_commit, normalized(inst.patch))] = inst.test_patch
+                out[inst.base_commit].append((inst.patch, inst.test_patch))
     return out
 
 
-def pr_ref_test_patch(repo: Repo, row: dict[str, Any]) -> str | None:
+# Files a PR changes beside its fix that no test reads: release notes, credits, prose.
+_NOT_CODE_SUFFIXES = (".rst", ".md", ".txt", ".adoc")
+_NOT_CODE_NAMES = re.compile(r"(?i)^(authors|contributors|changes|changelog|history|news)(\.\w+)?$")
+_NOT_CODE_DIRS = ("doc/", "docs/", "changelog.d/", "changes/", "newsfragments/")
+
+
+def _is_code(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return not (path.endswith(_NOT_CODE_SUFFIXES) or _NOT_CODE_NAMES.match(name) or path.startswith(_NOT_CODE_DIRS))
+
+
+def _section_path(section: str) -> str | None:
+    m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
+    return m.group(2) if m else None
+
+
+def matches_gold(diff: str, gold: str) -> list[str] | None:
+    """Whether `diff` (a PR's changes outside its tests) is the gold patch on the gold patch's
+    files, its other files not code: those paths (to be said), or None when it is not."""
+    sections = [s for s in re.split(r"(?m)^(?=diff --git )", diff) if s.startswith("diff --git ")]
+    gold_paths = {_section_path(s) for s in re.split(r"(?m)^(?=diff --git )", gold) if s.startswith("diff --git ")}
+    on_gold = [s for s in sections if _section_path(s) in gold_paths]
+    others = [p for s in sections if (p := _section_path(s)) not in gold_paths]
+    if any(p is None or _is_code(p) for p in others) or normalized("".join(on_gold)) != normalized(gold):
+        return None
+    return [p for p in others if p is not None]
+
+
+def pr_ref_test_patch(repo: Repo, row: dict[str, Any]) -> tuple[str, list[str]] | None:
     """The test files' diff of the clone's refs/pull/N/head from the row's base commit, when its
-    other files' diff is the row's patch (so the ref is this PR, merged onto this base)."""
+    other files' diff is the row's patch (matches_gold: so the ref is this PR on this base), and
+    the non-code files it ignored."""
     number = row["instance_id"].rpartition("-")[2]
     head = repo.resolve(f"refs/pull/{number}/head") if number.isdigit() else None
     if head is None:
@@ -218,9 +249,18 @@ def pr_ref_test_patch(repo: Repo, row: dict[str, Any]) -> str | None:
     sections = re.split(r"(?m)^(?=diff --git )", diff)
     tests = [s for s in sections if s.startswith("diff --git ") and _is_test_section(s)]
     code = [s for s in sections if s.startswith("diff --git ") and not _is_test_section(s)]
-    if not files or not tests or normalized("".join(code)) != normalized(row["patch"]):
+    if not files or not tests or (ignored := matches_gold("".join(code), row["patch"])) is None:
         return None
-    return "".join(tests)
+    return "".join(tests), ignored
+
+
+def mined_test_patch(mined: dict[str, list[tuple[str, str]]], row: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """The test patch of a mined PR on the row's base commit whose patch is the row's (see
+    matches_gold), and the non-code files it ignored."""
+    for patch, test_patch in mined.get(row["base_commit"], []):
+        if (ignored := matches_gold(patch, row["patch"])) is not None:
+            return test_patch, ignored
+    return None
 
 
 def _is_test_section(section: str) -> bool:
@@ -232,7 +272,7 @@ def _is_test_section(section: str) -> bool:
 class Converter:
     clones: dict[str, Path]
     specs: dict[str, Any]
-    mined: dict[tuple[str, str], str]
+    mined: dict[str, list[tuple[str, str]]]
 
     def convert(self, where: str, row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """One row -> (instance row, notes); Drop with the reason."""
@@ -251,11 +291,13 @@ class Converter:
             # The harness builds the environment of the version from its environment commit
             # (later than the row's): its requirements are resolved as of that commit's date.
             setup_date = _utc(repo.run("log", "-1", "--format=%cI", commit, check=False).decode().strip() or None)
-            test_patch = row.get("test_patch") or self.mined.get((row["base_commit"], normalized(row["patch"])))
-            if test_patch and not row.get("test_patch"):
-                notes.append("test_patch_from_mined_pr")
-            if not test_patch and (test_patch := pr_ref_test_patch(repo, row)):
-                notes.append("test_patch_from_pr_ref")
+            test_patch = row.get("test_patch")
+            if not test_patch and (found := mined_test_patch(self.mined, row)):
+                test_patch = found[0]
+                notes += ["test_patch_from_mined_pr", *(["non_code_files_ignored"] if found[1] else [])]
+            if not test_patch and (found := pr_ref_test_patch(repo, row)):
+                test_patch = found[0]
+                notes += ["test_patch_from_pr_ref", *(["non_code_files_ignored"] if found[1] else [])]
             if not test_patch:
                 raise Drop("no_test_patch", f"{where}: no test patch in the row, none matched")
             paths = self.specs[row["repo"]].get("requirements_paths", [])

@@ -16,18 +16,21 @@ written as schema-v3 Parquet shards (FAIL_TO_PASS, PASS_TO_PASS and the environm
 validated in) with `_manifest.json`, which counts every outcome and keeps the first examples of
 each:
 
-    kept, no_test_patch, env_failed, no_interpreter, no_snapshot, oracle_fails (the patch does
-    not apply, or the after runs produce no report), timeout, no_fail_to_pass, lost
+    kept, no_test_patch, env_failed, no_interpreter, no_snapshot, test_patch_fails (the test
+    patch does not apply to the snapshot: not the tree it was written for), oracle_fails (the
+    patch does not apply, or the after runs produce no report), timeout, no_fail_to_pass, lost
 
 Instances without an environment get `--environment`: a JSON EnvSpec (reward/execution/
-environments.py; default: their own files and the project's interpreter, as the demo set), or
+environments.py; `{}`: their own files and the project's interpreter, as the demo set), or
 `derive`: each instance's own, derived from its snapshot at the base commit (`derive_spec`:
 its declared dependencies and test requirements, resolved as of its date, the oldest Python it
-supports that is installed). `_labels.json` beside the manifest has every instance's outcome,
-reason, FAIL_TO_PASS and PASS_TO_PASS, kept or not. Why a test fails is read from the
-harness's report stream: when no test turns from failing to passing, the reason counts the
-tests that still do not pass after the fix and how many of those failed on the network (the
-sandbox has none).
+supports that is installed). Without `--environment` they are derived when a clone is given
+(`--git`: mined instances of a real repository, whose code context alone is not the tree),
+and refused in one line naming `--environment` when none is. `_labels.json` beside the
+manifest has every instance's outcome, reason, FAIL_TO_PASS and PASS_TO_PASS, kept or not.
+Why a test fails is read from the harness's report stream: when no test turns from failing to
+passing, the reason counts the tests that still do not pass after the fix and how many of
+those failed on the network (the sandbox has none).
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ def label(before: object, after: Iterable[object]) -> Labels:
             continue
         if status in ("env_failed", "no_interpreter", "no_snapshot", "timeout", "lost"):
             return Labels(status, reason=reason)
+        if status == "patch_failed" and run is before:  # the tree is not the one the test patch is for
+            return Labels("test_patch_fails", reason=reason)
         return Labels("oracle_fails" if run is not before else "env_failed", reason=f"{status}: {reason}")
     b, *a = (run.outcomes for run in runs)  # type: ignore[attr-defined]
     names = set(b).union(*a)
@@ -175,6 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         fail(parser.prog, str(exc))
     if default_env is not None:
         instances = [i if i.environment else replace(i, environment=default_env.to_json()) for i in instances]
+    bare = 0 if args.environment else sum(1 for i in instances if not i.environment and i.test_patch)
+    if bare:
+        if not args.git:
+            fail(
+                parser.prog,
+                f"{bare} of {len(instances)} instances carry no environment: give --git CLONE (each one's is "
+                "derived from its snapshot) or --environment (JSON, or 'derive')",
+            )
+        log.info("[validate] %d instances carry no environment: derived from their snapshots (--git)", bare)
+        derive = True
     cfg = ExecutionConfig(
         num_runners=args.workers, num_cpus=1.0, cache_dir=args.cache_dir, repos=args.git, wall_s=args.wall_s
     )

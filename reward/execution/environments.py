@@ -14,7 +14,8 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
                     the import path (`pythonpath`), never a copy in site-packages
     extras          with "snapshot": extras of the snapshot's own project to install ("test")
     exclude_newer   resolve every package as of this date (uv's --exclude-newer), the runner too:
-                    a current pytest breaks old suites
+                    a current pytest breaks old suites; an exact pin (`name==1.2`) is exempt:
+                    it names one release, which SWE-bench installs whenever it was published
     undated         requirements exempt from that date: a suite's test files published as a
                     package after the commit (TEST_DATA: pydicom's tests download theirs at run
                     time, which SWE-bench's containers can and the sandbox cannot)
@@ -28,9 +29,14 @@ or prints, is hostile; setup.py and a PEP 517 build backend are its code):
 
     host, root      uv only, given packages of the index by name: `uv venv` with the
                     interpreter (pythons.py finds it), then `uv pip install --exclude-newer
-                    DATE` of SEED (pip, setuptools, wheel: what other environments come with),
-                    the snapshot's static build requirements (pyproject.toml's
-                    `[build-system].requires`, read with tomllib) and the spec's requirements
+                    DATE --compile-bytecode` of SEED (pip, setuptools, wheel: what other
+                    environments come with), the snapshot's static build requirements
+                    (pyproject.toml's `[build-system].requires`, read with tomllib) and the
+                    spec's requirements, where two of which name one package the later wins
+                    (SWE-bench installs its sources one after the other: the requirement
+                    files, then pip_packages), said in the log; bytecode compiled at install
+                    as pip does (an old package's invalid escape is then a warning at install,
+                    not an error under a suite's `filterwarnings = error`)
     sandbox, nobody the venv's pip builds and installs the snapshot (`pip install --no-deps
                     --no-build-isolation --no-index /testbed[extras]`) into a scratch folder,
                     the only host directory it may write (`rw_paths`; the venv is mounted
@@ -64,6 +70,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -85,6 +92,8 @@ from conf.io import locked
 from reward.execution import declared, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
 from reward.execution.sandbox import NOBODY
+
+log = logging.getLogger(__name__)
 
 # find_python and InterpreterUnavailable live in pythons.py; callers import them from here too.
 __all__ = [
@@ -111,7 +120,7 @@ LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "p
 # those files for offline use (installed undated: it was published after most of their commits).
 TEST_DATA = {"pydicom": ("pydicom-data",)}
 # Part of every cache key: a change to how environments are built invalidates the old ones.
-BUILD_VERSION = b"4: the snapshot built in the sandbox, only its metadata installed"
+BUILD_VERSION = b"5: bytecode compiled, exact pins undated, the later of two requirements wins"
 _UV = (sys.executable, "-m", "uv")
 # The sandboxed build: nothing from the network or a cache, no bytecode (the code is dropped),
 # always a wheel (PEP 517, also with an old pip), with the build requirements already installed.
@@ -255,7 +264,7 @@ class Environments:
         shutil.rmtree(tmp, ignore_errors=True)
         self._tool([*_UV, "venv", "--quiet", "--python", interpreter, str(tmp)], "venv")
         python = str(tmp / "bin" / "python")
-        requirements = [*spec.requirements, *spec.undated, *SEED]
+        requirements = [*later_wins(spec.requirements), *spec.undated, *SEED]
         if spec.install == "none":
             self._tool(_install(python, spec, requirements), "install the requirements")
         elif snapshot is None:
@@ -325,13 +334,35 @@ def _tail(text: str, lines: int = 8) -> str:
 def _install(python: str, spec: EnvSpec, requirements: list[str]) -> list[str]:
     """`uv pip install` of `requirements` into the venv of `python`, as of the spec's date (its
     undated requirements exempt), each checked to be a requirement of the index by name."""
-    cmd = [*_UV, "pip", "install", "--quiet", "--python", python]
+    checked = [_requirement(r, "requirement") for r in dict.fromkeys(requirements)]
+    cmd = [*_UV, "pip", "install", "--quiet", "--compile-bytecode", "--python", python]
     if spec.exclude_newer:
         cmd += ["--exclude-newer", spec.exclude_newer]
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        for name in spec.undated:
-            cmd += ["--exclude-newer-package", f"{_canonical(name)}={now}"]
-    return [*cmd, *(_requirement(r, "requirement") for r in dict.fromkeys(requirements))]
+        exempt = [*spec.undated, *(r for r in checked if exact_pin(r))]
+        for name in dict.fromkeys(_canonical(r) for r in exempt):
+            cmd += ["--exclude-newer-package", f"{name}={now}"]
+    return [*cmd, *checked]
+
+
+def exact_pin(requirement: str) -> bool:
+    """`name==1.2` (or `===`): one release, installed whatever the date. `==1.*` is a range."""
+    specs = list(Requirement(requirement).specifier)
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version
+
+
+def later_wins(requirements: tuple[str, ...] | list[str]) -> list[str]:
+    """One requirement per package, the last given (at the first one's place): SWE-bench
+    installs a spec's sources one after the other, so a later pin replaces an earlier one,
+    where one resolution of both would fail (`markupsafe==2.1.2` then `markupsafe==2.1.1`)."""
+    chosen: dict[str, str] = {}
+    for req in requirements:
+        # One with a marker applies to some interpreters only: it replaces nothing.
+        name = req if ";" in req else _canonical(req)
+        if name in chosen and chosen[name] != req:
+            log.info("[env] %r and then %r: the later wins, as SWE-bench installs them", chosen[name], req)
+        chosen[name] = req
+    return list(chosen.values())
 
 
 def _requirements(text: str, source: str) -> list[str]:

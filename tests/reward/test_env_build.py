@@ -100,3 +100,32 @@ def test_a_declared_dependency_with_a_url_or_a_path_fails_the_build(tmp_path, ev
         envs.ensure(EnvSpec(python="3.11", install="snapshot"), snapshot)
     assert "refused" in str(exc.value) and not marker.exists()
     assert not (tmp_path / "envs" / envs.key(EnvSpec(python="3.11", install="snapshot"), snapshot)).exists()
+
+
+# -- SWE-bench's install order and pins (no build: the commands and the choice are pure) --------
+
+
+def test_the_later_of_two_requirements_for_a_package_wins_and_is_logged(caplog):
+    from reward.execution.environments import later_wins
+
+    with caplog.at_level("INFO", logger="reward.execution.environments"):
+        chosen = later_wins(["MarkupSafe==2.1.2", "flask", "markupsafe==2.1.1", "flask"])
+    assert chosen == ["markupsafe==2.1.1", "flask"]
+    assert "'MarkupSafe==2.1.2' and then 'markupsafe==2.1.1': the later wins" in caplog.text
+    # a requirement for some interpreters only replaces nothing
+    marked = ['numpy==1.19; python_version < "3.8"', "numpy==1.21"]
+    assert later_wins(marked) == marked
+
+
+def test_exact_pins_are_exempt_from_the_date_and_bytecode_is_compiled():
+    from reward.execution.environments import EnvSpec, _install, exact_pin
+
+    assert exact_pin("werkzeug==2.3.7") and exact_pin("x===1.0") and exact_pin("a[b]==1; python_version>'3'")
+    assert not exact_pin("werkzeug>=2.3") and not exact_pin("werkzeug==2.*") and not exact_pin("werkzeug")
+    spec = EnvSpec(exclude_newer="2023-08-01T00:00:00Z", undated=("pydicom-data",))
+    cmd = _install("/venv/bin/python", spec, ["Werkzeug==2.3.7", "setuptools==70.0.0", "pytest<8", "blinker"])
+    assert "--compile-bytecode" in cmd
+    assert cmd[cmd.index("--exclude-newer") + 1] == "2023-08-01T00:00:00Z"
+    exempt = [cmd[i + 1].split("=")[0] for i, a in enumerate(cmd) if a == "--exclude-newer-package"]
+    assert exempt == ["pydicom-data", "werkzeug", "setuptools"]
+    assert cmd[-4:] == ["Werkzeug==2.3.7", "setuptools==70.0.0", "pytest<8", "blinker"]

@@ -1,0 +1,41 @@
+"""Which PR is a SWE-bench row's: its changes outside the tests are the gold patch on the gold
+patch's files; a changelog or AUTHORS beside them is ignored and said, other code is not."""
+
+from __future__ import annotations
+
+from data.swebench_exec import matches_gold, mined_test_patch
+
+
+def _diff(path: str, old: str, new: str) -> str:
+    return f"diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n+{new}\n"
+
+
+GOLD = _diff("requests/models.py", "x = 1", "x = 2")
+CHANGELOG = _diff("HISTORY.rst", "0.1", "0.2")
+AUTHORS = _diff("AUTHORS", "a", "b")
+OTHER_CODE = _diff("requests/utils.py", "y = 1", "y = 2")
+
+
+def test_the_gold_patch_alone_matches_with_nothing_ignored():
+    assert matches_gold(GOLD, GOLD) == []
+    # index lines and hunk headers' function names may differ between equal diffs
+    assert matches_gold(GOLD.replace("1111111..2222222", "abcdef0..1234567"), GOLD) == []
+
+
+def test_changelog_and_authors_beside_the_fix_are_ignored_and_named():
+    assert matches_gold(CHANGELOG + GOLD + AUTHORS, GOLD) == ["HISTORY.rst", "AUTHORS"]
+    assert matches_gold(_diff("docs/api.md", "a", "b") + GOLD, GOLD) == ["docs/api.md"]
+
+
+def test_other_code_or_a_different_fix_is_not_the_row():
+    assert matches_gold(GOLD + OTHER_CODE, GOLD) is None
+    assert matches_gold(_diff("requests/models.py", "x = 1", "x = 3"), GOLD) is None
+    assert matches_gold(CHANGELOG, GOLD) is None  # the fix itself missing
+
+
+def test_a_mined_pr_with_a_changelog_gives_its_test_patch():
+    row = {"base_commit": "c0", "patch": GOLD}
+    tests = _diff("tests/test_models.py", "a", "b")
+    mined = {"c0": [(OTHER_CODE, "wrong"), (CHANGELOG + GOLD, tests)], "c1": [(GOLD, "other base")]}
+    assert mined_test_patch(mined, row) == (tests, ["HISTORY.rst"])
+    assert mined_test_patch(mined, {"base_commit": "c2", "patch": GOLD}) is None
