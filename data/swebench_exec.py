@@ -104,6 +104,27 @@ def replacements(path: Path = SPECS_PATH) -> dict[str, str]:
     return swaps
 
 
+# Where a repository states its version at a commit: `__version__ = "2.0.1.dev0"` (flask,
+# requests, sympy's release.py), `VERSION = (3, 0, 0, "alpha", 0)` (django), `version = "..."`.
+_VERSION_FILES = ("src/{name}/__init__.py", "{name}/__init__.py", "{name}/release.py", "{name}/version.py", "setup.cfg")
+_VERSION_RE = re.compile(
+    r"""(?m)^\s*(?:__version__|version)\s*[=:]\s*['"]?(\d+)\.(\d+)|^VERSION\s*=\s*\(\s*(\d+)\s*,\s*(\d+)"""
+)
+
+
+def infer_version(read: declared.Reader, repo: str) -> str | None:
+    """ "MAJOR.MINOR" as the repository states it at the row's commit, for rows that carry no
+    version (SWE-bench Lite's exports): what SWE-bench's own version field is, the release
+    line the commit is on. None when no file says."""
+    name = repo.split("/")[-1].lower()
+    for rel in _VERSION_FILES:
+        text = read(rel.format(name=name))
+        if text and (m := _VERSION_RE.search(text)):
+            major, minor = (g for g in m.groups() if g is not None)
+            return f"{major}.{minor}"
+    return None
+
+
 def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str, Any]:
     """The harness spec of `repo` at `version`; a row without a version takes the repository's
     spec when all its versions share one (psf/requests)."""
@@ -279,9 +300,14 @@ class Converter:
         clone = self.clones.get(row["repo"])
         if clone is None:
             raise Drop("no_clone", f"{row['repo']}: pass --git {row['repo']}=CLONE")
-        spec = spec_for(self.specs, row["repo"], row.get("version"))
         notes: list[str] = []
         with Repo(str(clone)) as repo:
+            version = row.get("version")
+            known = {v for group in self.specs.get(row["repo"], {}).get("specs", []) for v in group["versions"]}
+            if version is None and (inferred := infer_version(_git_reader(repo, row["base_commit"]), row["repo"])):
+                version = inferred if inferred in known else None  # else the repository's one spec, if one
+                notes += ["version_from_clone"] if version else []
+            spec = spec_for(self.specs, row["repo"], version)
             created = (
                 row.get("created_at")
                 or repo.run("log", "-1", "--format=%cI", row["base_commit"], check=False).decode().strip()

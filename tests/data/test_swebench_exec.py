@@ -39,3 +39,17 @@ def test_a_mined_pr_with_a_changelog_gives_its_test_patch():
     mined = {"c0": [(OTHER_CODE, "wrong"), (CHANGELOG + GOLD, tests)], "c1": [(GOLD, "other base")]}
     assert mined_test_patch(mined, row) == (tests, ["HISTORY.rst"])
     assert mined_test_patch(mined, {"base_commit": "c2", "patch": GOLD}) is None
+
+
+def test_a_row_without_a_version_takes_the_release_line_its_commit_states():
+    from data.swebench_exec import infer_version
+
+    files = {
+        "src/flask/__init__.py": '__version__ = "2.0.1.dev0"\n',
+        "django/__init__.py": "from x import y\n\nVERSION = (3, 0, 0, 'alpha', 0)\n",
+        "sympy/release.py": '__version__ = "1.1.2.dev"\n',
+    }
+    assert infer_version(files.get, "pallets/flask") == "2.0"
+    assert infer_version(files.get, "django/django") == "3.0"
+    assert infer_version(files.get, "sympy/sympy") == "1.1"
+    assert infer_version(files.get, "psf/requests") is None
