@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -399,3 +400,50 @@ def test_the_converter_carries_the_official_labels_and_environment_over(tmp_path
     for instance_id, undated in (("pydicom__pydicom-1458", ("pydicom-data",)), ("pylint-dev__astroid-1268", ())):
         env = EnvSpec.from_json(got[instance_id].environment)
         assert env is not None and env.undated == undated
+
+
+# --- SWE-bench Lite rows as a user has them (../shared/data/swebench_lite.json) ------------------
+
+LITE = DATA / "swebench_lite.json"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT, timeout=900)
+
+
+@pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")
+def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_path):
+    """Lite's export has no version, no test patch and no labels: the version comes from the
+    commit, the test patch from the PR's ref (its changelog ignored), the labels from
+    validation; the spec pins markupsafe twice and Werkzeug after the commit's date (issue 26)."""
+    if not LITE.is_file() or not _mirror("pallets/flask").is_dir():
+        pytest.skip(f"needs {LITE} and a clone of pallets/flask under {MIRRORS}")
+    row = next(r for r in json.loads(LITE.read_text()) if r["instance_id"] == "pallets__flask-4992")
+    (tmp_path / "rows.json").write_text(json.dumps([row]))
+    git = f"pallets/flask={_mirror('pallets/flask')}"
+    converted = _cli(
+        "data.swebench_exec", "--rows", str(tmp_path / "rows.json"), "--git", git, "--out", str(tmp_path / "exec")
+    )
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    notes = json.loads((tmp_path / "exec" / "_manifest.json").read_text())["notes"]
+    assert notes == {"version_from_clone": 1, "test_patch_from_pr_ref": 1, "non_code_files_ignored": 1}
+    validated = _cli("data.validate", "--data", str(tmp_path / "exec"), "--out", str(tmp_path / "val"), "--git", git)
+    assert validated.returncode == 0, validated.stderr[-2000:]
+    (label,) = json.loads((tmp_path / "val" / "_labels.json").read_text())
+    assert (label["outcome"], label["FAIL_TO_PASS"]) == ("kept", ["tests/test_config.py::test_config_from_file_toml"])
+    gold = [{"instance_id": row["instance_id"], "model_name_or_path": "gold", "model_patch": row["golden_patch"]}]
+    (tmp_path / "gold.json").write_text(json.dumps(gold))
+    out = tmp_path / "report"
+    ran = _cli(
+        "reward.execute",
+        "--instances",
+        str(tmp_path / "val"),
+        "--predictions",
+        str(tmp_path / "gold.json"),
+        "--out",
+        str(out),
+        "--git",
+        git,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert json.loads((out / "report.json").read_text())["resolved_ids"] == [row["instance_id"]]
