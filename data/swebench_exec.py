@@ -22,7 +22,13 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
                    get the sandbox's own loopback (local servers work, the internet does not)
     exclude_newer  the later of the row's created_at and its environment_setup_commit's date
                    (the harness reads the requirements there), raised to the interpreter's
-                   first release; a pin newer than that date cannot be resolved (env_failed)
+                   first release; the spec's exact pins are exempt (environments.py)
+    runner         the harness runs every suite under pytest, its recorder and canaries
+                   (reward/execution/bootstrap.py); where SWE-bench uses another runner and the
+                   suite also runs under pytest, RUNNERS adds pytest (as of the same date) and
+                   says how the verdict can differ: sympy (SWE-bench: `bin/test -C --verbose`;
+                   sympy's conftest.py makes its XFAIL/SKIP decorators pytest's). django's
+                   `tests/runtests.py` does not run under pytest: not supported yet
     undated        the repository's TEST_DATA (environments.py): pydicom's tests download
                    their data files at run time, offline they need the pydicom-data package
 
@@ -191,6 +197,11 @@ def environment(
     )
 
 
+# Repositories whose SWE-bench command is not pytest but whose suites run under it: what the
+# environment adds for the harness's runner. A repository is a row here, not a branch.
+RUNNERS: dict[str, tuple[str, ...]] = {"sympy/sympy": ("pytest",)}
+
+
 def _git_reader(repo: Repo, commit: str) -> declared.Reader:
     def read(rel: str) -> str | None:
         blob = repo.blob(f"{commit}:{rel}")
@@ -253,26 +264,28 @@ def matches_gold(diff: str, gold: str) -> list[str] | None:
 
 
 def pr_ref_test_patch(repo: Repo, row: dict[str, Any]) -> tuple[str, list[str]] | None:
-    """The test files' diff of the clone's refs/pull/N/head from the row's base commit, when its
-    other files' diff is the row's patch (matches_gold: so the ref is this PR on this base), and
-    the non-code files it ignored."""
+    """The test files' diff of the clone's refs/pull/N/head, when its other files' diff is the
+    row's patch (matches_gold: so the ref is this PR on this base), and the non-code files it
+    ignored. The diff is taken from the row's base commit, else from where the PR's branch left
+    it (`base...head`: a branch started before, or merged with, later history carries other
+    changes against the base; sympy's often do)."""
     number = row["instance_id"].rpartition("-")[2]
     head = repo.resolve(f"refs/pull/{number}/head") if number.isdigit() else None
     if head is None:
         return None
-    diff = repo.run("diff", "--no-color", "--no-ext-diff", row["base_commit"], head, check=False).decode(
-        "utf-8", errors="replace"
-    )
-    try:
-        files = parse_patch(diff)
-    except PatchError:
-        return None
-    sections = re.split(r"(?m)^(?=diff --git )", diff)
-    tests = [s for s in sections if s.startswith("diff --git ") and _is_test_section(s)]
-    code = [s for s in sections if s.startswith("diff --git ") and not _is_test_section(s)]
-    if not files or not tests or (ignored := matches_gold("".join(code), row["patch"])) is None:
-        return None
-    return "".join(tests), ignored
+    base = row["base_commit"]
+    for between in ((base, head), (f"{base}...{head}",)):
+        diff = repo.run("diff", "--no-color", "--no-ext-diff", *between, check=False).decode("utf-8", errors="replace")
+        try:
+            files = parse_patch(diff)
+        except PatchError:
+            continue
+        sections = re.split(r"(?m)^(?=diff --git )", diff)
+        tests = [s for s in sections if s.startswith("diff --git ") and _is_test_section(s)]
+        code = [s for s in sections if s.startswith("diff --git ") and not _is_test_section(s)]
+        if files and tests and (ignored := matches_gold("".join(code), row["patch"])) is not None:
+            return "".join(tests), ignored
+    return None
 
 
 def mined_test_patch(mined: dict[str, list[tuple[str, str]]], row: dict[str, Any]) -> tuple[str, list[str]] | None:
@@ -331,7 +344,11 @@ class Converter:
             env = environment(
                 spec, paths, _git_reader(repo, commit), resolved_as_of, _src_layout(repo, row["base_commit"])
             )
-            env = dataclasses.replace(env, undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()))
+            env = dataclasses.replace(
+                env,
+                undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()),
+                requirements=(*env.requirements, *RUNNERS.get(row["repo"], ())),
+            )
             job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
             outcome = mine_swebench_row(repo, where, {**row, "test_patch": test_patch}, job)
         if outcome.reason != "kept" or outcome.instance is None:

@@ -22,6 +22,7 @@ import pytest
 from data.build import BuildConfig, resolve_sources
 from data.fixtures.synthetic import RepoBuilder
 from data.git.repo import parse_clone
+from data.loader import read_instances
 from data.schema import Instance
 from data.validate import label
 from reward.execution import environments, pythons, sandbox
@@ -379,7 +380,6 @@ def _mirror(repo: str) -> Path:
 
 @needs_rows
 def test_the_converter_carries_the_official_labels_and_environment_over(tmp_path):
-    from data.loader import read_instances
     from data.swebench_exec import convert
 
     repos = sorted({row["repo"] for row in _rows()})
@@ -447,3 +447,27 @@ def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_pat
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == [row["instance_id"]]
+
+
+@pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")
+def test_a_sympy_lite_row_runs_under_the_harness_pytest(tmp_path):
+    """SWE-bench runs sympy with `bin/test`; its suite also runs under pytest (its conftest.py
+    makes sympy's XFAIL and SKIP pytest's), which RUNNERS adds to the environment. The PR's
+    branch left master before the row's base commit: its test patch is taken from the merge
+    base (`base...head`)."""
+    if not LITE.is_file() or not _mirror("sympy/sympy").is_dir():
+        pytest.skip(f"needs {LITE} and a clone of sympy/sympy under {MIRRORS}")
+    row = next(r for r in json.loads(LITE.read_text()) if r["instance_id"] == "sympy__sympy-20590")
+    (tmp_path / "rows.json").write_text(json.dumps([row]))
+    git = f"sympy/sympy={_mirror('sympy/sympy')}"
+    converted = _cli(
+        "data.swebench_exec", "--rows", str(tmp_path / "rows.json"), "--git", git, "--out", str(tmp_path / "exec")
+    )
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    (inst,) = read_instances(str(tmp_path / "exec"), 0)
+    env = EnvSpec.from_json(inst.environment)
+    assert env is not None and "pytest" in env.requirements and "mpmath==1.3.0" in env.requirements
+    validated = _cli("data.validate", "--data", str(tmp_path / "exec"), "--out", str(tmp_path / "val"), "--git", git)
+    assert validated.returncode == 0, validated.stderr[-2000:]
+    (label,) = json.loads((tmp_path / "val" / "_labels.json").read_text())
+    assert (label["outcome"], label["FAIL_TO_PASS"]) == ("kept", ["sympy/core/tests/test_basic.py::test_immutable"])
