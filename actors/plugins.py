@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.observe.loggers import LOGGERS, check_installed
-from conf.config import ConfigError, TrainConfig, validate
+from conf.config import ConfigError, TrainConfig, validate, value_at
 from conf.config import load as load_schema
 from conf.registry import Registry
 from learner.objectives.advantages import ADVANTAGES
@@ -22,18 +22,11 @@ from reward.kinds import REWARDS
 REGISTRIES: tuple[Registry[Any], ...] = (REWARDS, ADVANTAGES, LOSSES, TRANSPORTS)
 
 
-def _get(cfg: TrainConfig, dotted: str) -> Any:
-    value: Any = cfg
-    for part in dotted.split("."):
-        value = getattr(value, part)
-    return value
-
-
 def check(cfg: TrainConfig) -> None:
     """Every plug-in the config names is registered; the loggers are known, each named once,
     their packages installed. Raises ConfigError naming the key and the accepted names."""
     for registry in REGISTRIES:
-        if (value := _get(cfg, registry.key)) not in registry:
+        if (value := value_at(cfg, registry.key)) not in registry:
             names = ", ".join(map(repr, registry.names()))
             raise ConfigError(f"{registry.key}={value!r}: accepted values are {names}")
     loggers = cfg.trainer.loggers

@@ -347,7 +347,8 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
 }
 
 
-def _get(cfg: TrainConfig, dotted: str) -> Any:
+def value_at(cfg: TrainConfig, dotted: str) -> Any:
+    """The value of a dotted key, e.g. \"reward.kind\"."""
     value: Any = cfg
     for part in dotted.split("."):
         value = getattr(value, part)
@@ -386,8 +387,8 @@ def _check_sampling(cfg: TrainConfig) -> None:
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
     for key, allowed in _CHOICES.items():
-        if _get(cfg, key) not in allowed:
-            raise ConfigError(f"{key}={_get(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
+        if value_at(cfg, key) not in allowed:
+            raise ConfigError(f"{key}={value_at(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
     positive = [
         "group_size",
         "trainer.steps",
@@ -402,8 +403,8 @@ def validate(cfg: TrainConfig) -> None:
         "trainer.keep_checkpoints",
     ]
     for key in positive:
-        if _get(cfg, key) < 1:
-            raise ConfigError(f"{key}={_get(cfg, key)!r}: must be >= 1")
+        if value_at(cfg, key) < 1:
+            raise ConfigError(f"{key}={value_at(cfg, key)!r}: must be >= 1")
     if cfg.group_size < 2:
         raise ConfigError(f"group_size={cfg.group_size}: GRPO needs at least 2 samples per group")
     if not 0 <= cfg.rollout.oracle_samples_per_group < cfg.group_size:

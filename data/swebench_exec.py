@@ -246,6 +246,11 @@ def _is_code(path: str) -> bool:
     return not (path.endswith(_NOT_CODE_SUFFIXES) or _NOT_CODE_NAMES.match(name) or path.startswith(_NOT_CODE_DIRS))
 
 
+def _sections(diff: str) -> list[str]:
+    """A git diff cut into its files' sections, each from its `diff --git` line."""
+    return [s for s in re.split(r"(?m)^(?=diff --git )", diff) if s.startswith("diff --git ")]
+
+
 def _section_path(section: str) -> str | None:
     m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
     return m.group(2) if m else None
@@ -254,8 +259,8 @@ def _section_path(section: str) -> str | None:
 def matches_gold(diff: str, gold: str) -> list[str] | None:
     """Whether `diff` (a PR's changes outside its tests) is the gold patch on the gold patch's
     files, its other files not code: those paths (to be said), or None when it is not."""
-    sections = [s for s in re.split(r"(?m)^(?=diff --git )", diff) if s.startswith("diff --git ")]
-    gold_paths = {_section_path(s) for s in re.split(r"(?m)^(?=diff --git )", gold) if s.startswith("diff --git ")}
+    sections = _sections(diff)
+    gold_paths = {_section_path(s) for s in _sections(gold)}
     on_gold = [s for s in sections if _section_path(s) in gold_paths]
     others = [p for s in sections if (p := _section_path(s)) not in gold_paths]
     if any(p is None or _is_code(p) for p in others) or normalized("".join(on_gold)) != normalized(gold):
@@ -280,9 +285,8 @@ def pr_ref_test_patch(repo: Repo, row: dict[str, Any]) -> tuple[str, list[str]] 
             files = parse_patch(diff)
         except PatchError:
             continue
-        sections = re.split(r"(?m)^(?=diff --git )", diff)
-        tests = [s for s in sections if s.startswith("diff --git ") and _is_test_section(s)]
-        code = [s for s in sections if s.startswith("diff --git ") and not _is_test_section(s)]
+        tests = [s for s in _sections(diff) if _is_test_section(s)]
+        code = [s for s in _sections(diff) if not _is_test_section(s)]
         if files and tests and (ignored := matches_gold("".join(code), row["patch"])) is not None:
             return "".join(tests), ignored
     return None
@@ -298,8 +302,8 @@ def mined_test_patch(mined: dict[str, list[tuple[str, str]]], row: dict[str, Any
 
 
 def _is_test_section(section: str) -> bool:
-    m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-    return m is not None and is_test_path(m.group(2))
+    path = _section_path(section)
+    return path is not None and is_test_path(path)
 
 
 @dataclass

@@ -411,25 +411,38 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT, timeout=900)
 
 
+def _lite_row(repo: str, instance_id: str, tmp_path: Path) -> tuple[dict, str]:
+    """One Lite row converted by `data.swebench_exec` into tmp_path/exec (skips without the
+    data or the clone): the row and its `--git` argument."""
+    if not LITE.is_file() or not _mirror(repo).is_dir():
+        pytest.skip(f"needs {LITE} and a clone of {repo} under {MIRRORS}")
+    row = next(r for r in json.loads(LITE.read_text()) if r["instance_id"] == instance_id)
+    (tmp_path / "rows.json").write_text(json.dumps([row]))
+    git = f"{repo}={_mirror(repo)}"
+    converted = _cli(
+        "data.swebench_exec", "--rows", str(tmp_path / "rows.json"), "--git", git, "--out", str(tmp_path / "exec")
+    )
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    return row, git
+
+
+def _validated_label(tmp_path: Path, git: str) -> dict:
+    """`data.validate` of tmp_path/exec into tmp_path/val: the one instance's label."""
+    validated = _cli("data.validate", "--data", str(tmp_path / "exec"), "--out", str(tmp_path / "val"), "--git", git)
+    assert validated.returncode == 0, validated.stderr[-2000:]
+    (label,) = json.loads((tmp_path / "val" / "_labels.json").read_text())
+    return label
+
+
 @pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")
 def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_path):
     """Lite's export has no version, no test patch and no labels: the version comes from the
     commit, the test patch from the PR's ref (its changelog ignored), the labels from
     validation; the spec pins markupsafe twice and Werkzeug after the commit's date (issue 26)."""
-    if not LITE.is_file() or not _mirror("pallets/flask").is_dir():
-        pytest.skip(f"needs {LITE} and a clone of pallets/flask under {MIRRORS}")
-    row = next(r for r in json.loads(LITE.read_text()) if r["instance_id"] == "pallets__flask-4992")
-    (tmp_path / "rows.json").write_text(json.dumps([row]))
-    git = f"pallets/flask={_mirror('pallets/flask')}"
-    converted = _cli(
-        "data.swebench_exec", "--rows", str(tmp_path / "rows.json"), "--git", git, "--out", str(tmp_path / "exec")
-    )
-    assert converted.returncode == 0, converted.stderr[-2000:]
+    row, git = _lite_row("pallets/flask", "pallets__flask-4992", tmp_path)
     notes = json.loads((tmp_path / "exec" / "_manifest.json").read_text())["notes"]
     assert notes == {"version_from_clone": 1, "test_patch_from_pr_ref": 1, "non_code_files_ignored": 1}
-    validated = _cli("data.validate", "--data", str(tmp_path / "exec"), "--out", str(tmp_path / "val"), "--git", git)
-    assert validated.returncode == 0, validated.stderr[-2000:]
-    (label,) = json.loads((tmp_path / "val" / "_labels.json").read_text())
+    label = _validated_label(tmp_path, git)
     assert (label["outcome"], label["FAIL_TO_PASS"]) == ("kept", ["tests/test_config.py::test_config_from_file_toml"])
     gold = [{"instance_id": row["instance_id"], "model_name_or_path": "gold", "model_patch": row["golden_patch"]}]
     (tmp_path / "gold.json").write_text(json.dumps(gold))
@@ -455,19 +468,9 @@ def test_a_sympy_lite_row_runs_under_the_harness_pytest(tmp_path):
     makes sympy's XFAIL and SKIP pytest's), which RUNNERS adds to the environment. The PR's
     branch left master before the row's base commit: its test patch is taken from the merge
     base (`base...head`)."""
-    if not LITE.is_file() or not _mirror("sympy/sympy").is_dir():
-        pytest.skip(f"needs {LITE} and a clone of sympy/sympy under {MIRRORS}")
-    row = next(r for r in json.loads(LITE.read_text()) if r["instance_id"] == "sympy__sympy-20590")
-    (tmp_path / "rows.json").write_text(json.dumps([row]))
-    git = f"sympy/sympy={_mirror('sympy/sympy')}"
-    converted = _cli(
-        "data.swebench_exec", "--rows", str(tmp_path / "rows.json"), "--git", git, "--out", str(tmp_path / "exec")
-    )
-    assert converted.returncode == 0, converted.stderr[-2000:]
+    _, git = _lite_row("sympy/sympy", "sympy__sympy-20590", tmp_path)
     (inst,) = read_instances(str(tmp_path / "exec"), 0)
     env = EnvSpec.from_json(inst.environment)
     assert env is not None and "pytest" in env.requirements and "mpmath==1.3.0" in env.requirements
-    validated = _cli("data.validate", "--data", str(tmp_path / "exec"), "--out", str(tmp_path / "val"), "--git", git)
-    assert validated.returncode == 0, validated.stderr[-2000:]
-    (label,) = json.loads((tmp_path / "val" / "_labels.json").read_text())
+    label = _validated_label(tmp_path, git)
     assert (label["outcome"], label["FAIL_TO_PASS"]) == ("kept", ["sympy/core/tests/test_basic.py::test_immutable"])
