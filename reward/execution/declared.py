@@ -45,6 +45,7 @@ TEST_REQUIREMENT_FILES = (
     "requirements/tests.txt",
     "requirements/dev.txt",
     "tests/requirements.txt",
+    "tests/requirements/py3.txt",  # django's (SWE-bench's requirements_paths for it)
 )
 TEST_EXTRAS = ("test", "tests", "testing")
 _OWN = re.compile(r"^(?:-e\s+|--editable\s+)?\.(?:\[([^\]]*)\])?\s*$")  # ".", "-e .[socks]"

@@ -20,6 +20,10 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
                     package after the commit (TEST_DATA: pydicom's tests download theirs at run
                     time, which SWE-bench's containers can and the sandbox cannot)
     pythonpath      directories of the snapshot put on PYTHONPATH ("." or "src")
+    runner          the suite's test command: "pytest" (the default), or "django" (the
+                    repository's tests/runtests.py, its test modules given as dotted labels);
+                    `runner_args` its options for the version (SWE-bench's: `--settings=test_sqlite
+                    --parallel 1`). Not part of the cache key: it does not change the build
     network         "none": no network at all (the loopback too is down); "loopback": the
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
                     httpbin, a local test server); never the host's network (sandbox.py)
@@ -119,6 +123,22 @@ LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "p
 # Projects whose tests fetch data files from the network at run time, and the package that ships
 # those files for offline use (installed undated: it was published after most of their commits).
 TEST_DATA = {"pydicom": ("pydicom-data",)}
+# The test commands an environment may name (runner.py runs them): pytest under the harness's
+# recorder, or a unittest-based runner script (django's tests/runtests.py) under its
+# UnittestRecorder (bootstrap.py).
+RUNNERS = frozenset({"pytest", "django"})
+# django's runner options as SWE-bench passes them (its TEST_DJANGO; 1.9: none).
+DJANGO_ARGS = ("--settings=test_sqlite", "--parallel", "1")
+
+
+def runner_of(snapshot: Path) -> tuple[str, tuple[str, ...]]:
+    """(runner, runner_args) a derived environment takes: django's own repository (its package
+    and tests/runtests.py) runs its runner, everything else pytest."""
+    if (snapshot / "tests" / "runtests.py").is_file() and (snapshot / "django" / "__init__.py").is_file():
+        return "django", DJANGO_ARGS
+    return "pytest", ()
+
+
 # Part of every cache key: a change to how environments are built invalidates the old ones.
 BUILD_VERSION = b"5: bytecode compiled, exact pins undated, the later of two requirements wins"
 _UV = (sys.executable, "-m", "uv")
@@ -142,15 +162,19 @@ _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
 # its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
 # interpreter and the extras argv[2:], a self-reference ("widget[socks]") adding its extras.
 # pip's vendored packaging: the venv has pip (SEED), any version since 2018 has these.
+# The METADATA file is read with the email parser, not importlib.metadata: Python 3.6 and 3.7
+# (SWE-bench's django 3.0-3.2 specs) have no importlib.metadata.
 _REQUIRES = """
-import importlib.metadata, json, sys
+import email.parser, glob, json, os, sys
 from pip._vendor.packaging.requirements import Requirement
 from pip._vendor.packaging.utils import canonicalize_name
-(dist,) = importlib.metadata.distributions(path=[sys.argv[1]])
-own, extras, done, out = canonicalize_name(dist.metadata["Name"]), set(sys.argv[2:]), None, []
+(info,) = glob.glob(os.path.join(sys.argv[1], "*.dist-info"))
+with open(os.path.join(info, "METADATA"), encoding="utf-8") as f:
+    meta = email.parser.Parser().parse(f, headersonly=True)
+own, extras, done, out = canonicalize_name(meta["Name"]), set(sys.argv[2:]), None, []
 while done != extras:
     done, out = set(extras), []
-    for line in dist.requires or []:
+    for line in meta.get_all("Requires-Dist") or []:
         req = Requirement(line)
         if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in [*sorted(done), ""]):
             if canonicalize_name(req.name) == own:
@@ -177,6 +201,12 @@ class EnvSpec:
     pythonpath: tuple[str, ...] = (".",)
     network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
     undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
+    runner: str = "pytest"  # one of RUNNERS: the suite's test command (runner.py), not part of the build
+    runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
+
+    def __post_init__(self) -> None:
+        if self.runner not in RUNNERS:
+            raise ValueError(f"environment: runner {self.runner!r} is not one of {sorted(RUNNERS)}")
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:
@@ -186,13 +216,25 @@ class EnvSpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"environment: unknown keys {sorted(unknown)}")
-        for key in ("requirements", "pythonpath", "extras", "undated"):
+        for key in ("requirements", "pythonpath", "extras", "undated", "runner_args"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(**raw)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """The spec as instances carry it; the runner's fields only where they are not the
+        default (pytest's specs read as they did before the runner was part of them)."""
+        fields = asdict(self)
+        if self.runner == "pytest" and not self.runner_args:
+            del fields["runner"], fields["runner_args"]
+        return json.dumps(fields, sort_keys=True)
+
+    def build_json(self) -> str:
+        """What the environment's build depends on: the spec without its test command (one
+        environment serves every runner, and the keys of environments built before the runner
+        was part of the spec stay what they were)."""
+        fields = {k: v for k, v in asdict(self).items() if k not in ("runner", "runner_args")}
+        return json.dumps(fields, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -232,7 +274,7 @@ class Environments:
         self.builds = 0  # environments this process built (the rest came from the cache)
 
     def key(self, spec: EnvSpec, snapshot: Path | None) -> str:
-        h = hashlib.sha256(spec.to_json().encode() + BUILD_VERSION)
+        h = hashlib.sha256(spec.build_json().encode() + BUILD_VERSION)
         if spec.install == "snapshot" and snapshot is not None:
             for name in _DEPENDENCY_FILES:
                 if (snapshot / name).is_file():
@@ -277,6 +319,11 @@ class Environments:
                 self._tool(_install(python, spec, [*own, *requirements]), "install the snapshot's dependencies")
                 (site,) = tmp.glob("lib/python*/site-packages")
                 _install_metadata(Path(out), site)  # the code under test is the snapshot on PYTHONPATH
+        if not uv_compiles(spec.python):  # as pip would at install: packages of the index, compiled, never run
+            (site,) = tmp.glob("lib/python*/site-packages")
+            subprocess.run(
+                [python, "-m", "compileall", "-q", str(site)], capture_output=True, timeout=self.build_timeout_s
+            )
         for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
@@ -335,7 +382,8 @@ def _install(python: str, spec: EnvSpec, requirements: list[str]) -> list[str]:
     """`uv pip install` of `requirements` into the venv of `python`, as of the spec's date (its
     undated requirements exempt), each checked to be a requirement of the index by name."""
     checked = [_requirement(r, "requirement") for r in dict.fromkeys(requirements)]
-    cmd = [*_UV, "pip", "install", "--quiet", "--compile-bytecode", "--python", python]
+    compile_flag = ["--compile-bytecode"] if uv_compiles(spec.python) else []  # else compiled after (_build)
+    cmd = [*_UV, "pip", "install", "--quiet", *compile_flag, "--python", python]
     if spec.exclude_newer:
         cmd += ["--exclude-newer", spec.exclude_newer]
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -343,6 +391,16 @@ def _install(python: str, spec: EnvSpec, requirements: list[str]) -> list[str]:
         for name in dict.fromkeys(_canonical(r) for r in exempt):
             cmd += ["--exclude-newer-package", f"{name}={now}"]
     return [*cmd, *checked]
+
+
+def uv_compiles(python: str) -> bool:
+    """Whether uv's --compile-bytecode works with this interpreter: its compile script needs
+    py_compile's invalidation modes (Python 3.7 on); older ones are compiled by their own
+    compileall after the installs."""
+    try:
+        return tuple(int(part) for part in python.split(".")[:2]) >= (3, 7)
+    except ValueError:
+        return True  # "host" and the like: the project's own interpreter
 
 
 def exact_pin(requirement: str) -> bool:
@@ -471,7 +529,8 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
     has_project = any((snapshot / f).is_file() for f in ("setup.py", "setup.cfg", "pyproject.toml"))
     reqs, own_extras = declared.test_requirements(snapshot)
     extras = tuple(dict.fromkeys([*own_extras, *declared.test_extras(snapshot)])) if has_project else ()
-    if not any(_canonical(r) == "pytest" for r in reqs):
+    runner, runner_args = runner_of(snapshot)
+    if runner == "pytest" and not any(_canonical(r) == "pytest" for r in reqs):
         reqs.append("pytest")
     if date is not None and date < f"{RELEASES[python]}T00:00:00Z":
         date = f"{RELEASES[python]}T00:00:00Z"
@@ -483,6 +542,8 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
         extras=extras,
         exclude_newer=date,
         pythonpath=("src",) if declared.src_layout(snapshot) else (".",),
+        runner=runner,
+        runner_args=runner_args,
         network="loopback" if any(_canonical(r) in LOCAL_SERVERS for r in reqs) else "none",
         undated=TEST_DATA.get(_project_name(snapshot) or "", ()),
     )
