@@ -1,9 +1,11 @@
 """The harness's test process: starts pytest inside the sandbox and streams each outcome out.
 
-Run by the runner as `<env python> -s -B /path/to/bootstrap.py <pytest args>`, as the sandbox's
-unprivileged user, with the interpreter of the environment under test (any Python from 3.6 on:
-standard library only, and no syntax newer than that). It is the harness's own file, mounted
-read-only; nothing of the repository runs before it has set up:
+Run by the runner as `<env python> -s -B /path/to/bootstrap.py <pytest args>`, or, for a
+repository whose suite has its own unittest-based runner (django's `tests/runtests.py`), as
+`... bootstrap.py --unittest SCRIPT <its args>`, as the sandbox's unprivileged user, with the
+interpreter of the environment under test (any Python from 3.5 on: standard library only, and
+no syntax newer than that). It is the harness's own file, mounted read-only; nothing of the
+repository runs before it has set up:
 
     sys.path     the standard library and the environment's site-packages first, then the
                  repository's directories (SWE_RL_PATH): a `pytest.py`, `_pytest/` or
@@ -15,6 +17,13 @@ read-only; nothing of the repository runs before it has set up:
                  failure), written as it happens to a pipe that the sandbox's PID 1 holds
                  (SWE_RL_REPORT_FD): nothing is left in a file for the tested code to rewrite at
                  exit, and a final {"exit": code} line says the session ended by itself.
+
+    unittest     with --unittest, unittest's TestResult itself is the recorder (UnittestRecorder:
+                 every result class of every runner built on unittest calls up into it), the
+                 script runs as `python SCRIPT` would run it (its folder first on sys.path,
+                 as `__main__`), and a test's id is the name its runner prints at verbosity 2,
+                 the name SWE-bench's log parser reads: the first line of its docstring, else
+                 `test_x (module.Class)` (Python 3.11 on: `test_x (module.Class.test_x)`)
 
     integrity    the functions through which pytest turns a test into its report (WATCHED)
                  are noted before any repository code is imported; when one has been replaced
@@ -30,6 +39,7 @@ forges wholesale: see docs/security.md for what is left.
 import importlib
 import json
 import os
+import runpy
 import sys
 import unittest
 
@@ -68,6 +78,15 @@ WATCHED = (
     "_pytest.unittest:TestCaseFunction.addUnexpectedSuccess",
     "_pytest.unittest:TestCaseFunction._addexcinfo",
     "unittest.case:TestCase.run",
+    "unittest.result:TestResult.startTest",
+    "unittest.result:TestResult.stopTest",
+    "unittest.result:TestResult.addSuccess",
+    "unittest.result:TestResult.addFailure",
+    "unittest.result:TestResult.addError",
+    "unittest.result:TestResult.addSkip",
+    "unittest.result:TestResult.addExpectedFailure",
+    "unittest.result:TestResult.addUnexpectedSuccess",
+    "unittest.result:TestResult.addSubTest",
     "unittest.case:TestCase.__call__",
     "unittest.case:TestCase._callTestMethod",
     "unittest.case:_Outcome.testPartExecutor",
@@ -184,6 +203,151 @@ class Recorder:
             _emit(self.fd, {"id": report.nodeid, "when": "collect", "outcome": "failed", "message": _message(report)})
 
 
+# unittest.TestResult's methods through which every runner built on unittest reports a test.
+RESULT_METHODS = (
+    "startTest",
+    "stopTest",
+    "addSuccess",
+    "addFailure",
+    "addError",
+    "addSkip",
+    "addExpectedFailure",
+    "addUnexpectedSuccess",
+    "addSubTest",
+)
+
+
+def _label(test):
+    """The name a unittest runner prints for `test` at verbosity 2 (TextTestResult's
+    getDescription, then " ... "): its docstring's first line, else str(test)."""
+    try:
+        doc = test.shortDescription()
+    except Exception:  # a broken docstring property: the plain name
+        doc = None
+    return doc or str(test)
+
+
+def _exc_line(err):
+    """The first line of an exc_info triple's exception, as `Type: message`."""
+    if not err or err[0] is None:
+        return ""
+    text = (err[0].__name__ + ": " + str(err[1])).strip()
+    return text.splitlines()[0][:240] if text else ""
+
+
+class UnittestRecorder:
+    """unittest's TestResult as the recorder: each method in RESULT_METHODS is wrapped (the
+    result classes of django's runner, TextTestResult and the rest call up into these), a
+    test's outcome is gathered from startTest to stopTest (a failing subtest fails it, an error
+    in its tearDown after a pass is an error) and one record is written at stopTest. A class or
+    module fixture that fails (setUpClass: an _ErrorHolder, never started) is written as an
+    error of its own id. Ids are _label's; a label met a second time (two tests with one
+    docstring) is written as str(test) for the later test, so no id is reported twice."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.state = {}  # id(test) -> [label, outcome, message]
+        self.written = set()
+        self.tampered = False
+        base = unittest.TestResult
+        for name in RESULT_METHODS:
+            setattr(base, name, self._wrap(name, getattr(base, name)))
+        self.watched = _watched()  # after wrapping: the wrappers are what must stay
+
+    def _wrap(self, name, original):
+        recorder = self
+
+        def method(result, test, *args):
+            value = original(result, test, *args)
+            recorder.seen(name, test, args)
+            return value
+
+        method.__name__ = method.__qualname__ = name
+        return method
+
+    def seen(self, name, test, args):
+        if name == "startTest":
+            self.state[id(test)] = [_label(test), "passed", ""]
+            return
+        entry = self.state.get(id(test))
+        if name == "stopTest":
+            if entry is not None:
+                del self.state[id(test)]
+                self.write(test, entry)
+            return
+        if name == "addSubTest":
+            err = args[1] if len(args) > 1 else None  # (subtest, err): `test` is the parent
+            if entry is None or err is None:
+                return
+            failed = issubclass(err[0], getattr(test, "failureException", AssertionError))
+            self.mark(entry, "failed" if failed else "error", _exc_line(err))
+            return
+        if entry is None:  # not started: a class or module fixture's error (_ErrorHolder)
+            if name == "addError":
+                self.write(test, [str(test), "error", _exc_line(args[0] if args else None)])
+            return
+        outcome = {
+            "addSuccess": "passed",
+            "addFailure": "failed",
+            "addError": "error",
+            "addSkip": "skipped",
+            "addExpectedFailure": "xfail",
+            "addUnexpectedSuccess": "failed",
+        }[name]
+        why = _exc_line(args[0]) if name in ("addFailure", "addError") and args else ""
+        if name == "addUnexpectedSuccess":
+            why = "unexpected success"
+        self.mark(entry, outcome, why)
+
+    @staticmethod
+    def mark(entry, outcome, why):
+        """Keep the worst outcome seen: failed > error > xfail/skipped > passed."""
+        rank = {"passed": 0, "skipped": 1, "xfail": 1, "error": 2, "failed": 3}
+        if rank[outcome] >= rank[entry[1]]:
+            entry[1] = outcome
+            entry[2] = why or entry[2]
+
+    def write(self, test, entry):
+        self.check()
+        label, outcome, why = entry
+        if label in self.written:
+            label = str(test)
+        if label in self.written:
+            return
+        self.written.add(label)
+        record = {"id": label, "when": "setup" if outcome == "error" else "call"}
+        record["outcome"] = {"error": "failed", "xfail": "skipped"}.get(outcome, outcome)
+        if outcome == "xfail":
+            record["xfail"] = True
+        if why and record["outcome"] == "failed":
+            record["message"] = why
+        _emit(self.fd, record)
+
+    def check(self):
+        if not self.tampered:
+            why = _changed(self.watched)
+            if why is not None:
+                self.tampered = True
+                _emit(self.fd, {"tampered": "unittest's " + why + " was replaced"})
+
+
+def run_unittest_script(fd, argv):
+    """Run a unittest-based runner script (django's tests/runtests.py) as `python SCRIPT ARGS`
+    would, with the recorder in unittest.TestResult; the script's exit status ends the report."""
+    script = os.path.abspath(argv[0])
+    recorder = UnittestRecorder(fd)
+    sys.argv = [script, *argv[1:]]
+    sys.path.insert(0, os.path.dirname(script))  # as the interpreter does for a script
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    recorder.check()
+    _emit(fd, {"exit": int(code)})
+    return int(code)
+
+
 def main():
     fd = int(os.environ.pop("SWE_RL_REPORT_FD"))
     paths = [p for p in os.environ.pop("SWE_RL_PATH", "").split(os.pathsep) if p]
@@ -191,6 +355,8 @@ def main():
         del sys.path[0]  # the harness's own directory
     sys.path.extend(paths)
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    if sys.argv[1:2] == ["--unittest"]:
+        return run_unittest_script(fd, sys.argv[2:])
     # the environment's pytest, once sys.path is the harness's
     import pytest
 

@@ -16,6 +16,8 @@ certain. SWE-bench's harness honours all of them.
                 (__pycache__/, .pyc, .pyo, .so, .pyd: Python loads an unchecked-hash .pyc or an
                 extension module before the source beside it); a top-level pytest.py or
                 _pytest/ (a runner of the candidate's own)
+    owned       anything in a folder the runner owns whole (django: tests/, where runtests.py,
+                its settings and every test module live)
     if created  a new file in a test folder (data/diffs.is_test_path: tests/helpers.py, or
                 tests/pkg/mod.py that shadows the package through pytest's rootdir insertion);
                 a new module named after a standard-library module (datetime.py, json/) at a
@@ -41,12 +43,16 @@ TOP = ("pytest.py", "_pytest")
 STDLIB = frozenset(sys.stdlib_module_names)
 
 
-def is_guarded(path: str, created: bool, roots: Iterable[str] = (".",)) -> bool:
+def is_guarded(path: str, created: bool, roots: Iterable[str] = (".",), owned: Iterable[str] = ()) -> bool:
     """Whether a candidate's change to `path` is not applied (the module docstring). `created`:
-    the base commit has no such file; `roots`: repository folders on the tests' import path."""
+    the base commit has no such file; `roots`: repository folders on the tests' import path;
+    `owned`: folders the test runner owns whole (django's tests/: its runner script, settings
+    and test modules)."""
     parts = PurePosixPath(path).parts
     name = parts[-1]
     if name in NAMES or "__pycache__" in parts or parts[0] in TOP:
+        return True
+    if any(path.startswith(folder.rstrip("/") + "/") for folder in owned):
         return True
     if any(fnmatch.fnmatchcase(name, pattern) for pattern in PATTERNS):
         return True

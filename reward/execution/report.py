@@ -18,7 +18,10 @@ does). Code that forges outcomes wholesale (every test passed, failures stripped
 from the repository's code passed, unittest's assertions disabled, the session cut short, a
 report written by someone else) cannot show them all right without knowing which is which; a
 report in which they do not show exactly their outcomes is `Tampered`, and so is one in which
-the recorder saw pytest's machinery replaced (bootstrap.py's integrity check). A report in
+the recorder saw pytest's machinery replaced (bootstrap.py's integrity check). Under a
+unittest-based runner that takes dotted labels (django's runtests.py: `unittest_beside`) the
+canaries are two TestCase classes in a module of the last test module's package, and a test's
+id is its runner's name for it (`test_x (pkg.mod.Case)`, or its docstring's first line). A report in
 which no test ran at all (a collection error interrupts pytest before the first) is not
 checked: with no test passed, it cannot resolve anything.
 """
@@ -106,6 +109,7 @@ class Canaries:
     helper: str  # repository-relative path of the module their checks go through
     source: str  # the test file
     helper_source: str
+    label: str = ""  # the module's dotted label for a unittest runner ("" : pytest's node ids)
 
     @classmethod
     def beside(cls, tests: list[str], import_root: str = ".") -> Canaries:
@@ -144,6 +148,48 @@ class Canaries:
         }
         return cls(path, expected, helper, source, helper_source)
 
+    @classmethod
+    def unittest_beside(cls, tests: list[str], import_root: str = ".", start: str = "tests") -> Canaries:
+        """The canaries of a unittest-based runner that takes dotted labels (django's
+        runtests.py, its test modules under `start`): a module of two TestCase classes, one
+        checking with `assertEqual`, one with `assert`, in the package of the last test module
+        (so its label is as deep as the tests' own), its helper at the top of the import path.
+        `expected` is keyed by (method, "module.Class") (`ids` reads both of unittest's forms)."""
+        token = lambda n=6: secrets.token_hex(n)  # noqa: E731
+        folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(start)
+        path = str(folder / f"test_{token()}.py")
+        module = f"_{token()}"
+        helper = f"{module}.py" if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}.py"
+        dotted = ".".join(PurePosixPath(path).relative_to(start).with_suffix("").parts)  # never an __init__
+        unit, plain = f"Test{token(4).upper()}", f"Test{token(4).upper()}"
+        names = [f"test_{token()}" for _ in range(4)]
+        check, same = f"check_{token(4)}", f"same_{token(4)}"
+        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
+        source = (
+            f"import unittest\n\nfrom {module} import {check}, {same}\n\n\n"
+            f"class {unit}(unittest.TestCase):\n"
+            f"    def {names[0]}(self):\n        {same}(self, {b}, {b})\n\n"
+            f"    def {names[1]}(self):\n        {same}(self, {b}, {a})\n\n\n"
+            f"class {plain}(unittest.TestCase):\n"
+            f"    def {names[2]}(self):\n        {check}({a}, {a})\n\n"
+            f"    def {names[3]}(self):\n        {check}({a}, {b})\n"
+        )
+        helper_source = (
+            f"def {check}(left, right):\n    assert left == right\n\n\n"
+            f"def {same}(case, left, right):\n    case.assertEqual(left, right)\n"
+        )
+        expected = {
+            f"{names[0]} ({dotted}.{unit}": "passed",
+            f"{names[1]} ({dotted}.{unit}": "failed",
+            f"{names[2]} ({dotted}.{plain}": "passed",
+            f"{names[3]} ({dotted}.{plain}": "failed",
+        }
+        return cls(path, expected, helper, source, helper_source, dotted)
+
+    @property
+    def unittest_style(self) -> bool:
+        return bool(self.label)
+
     def files(self) -> dict[str, str]:
         """The canary test file and its helper module, by path."""
         return {self.path: self.source, self.helper: self.helper_source}
@@ -151,6 +197,9 @@ class Canaries:
     def ids(self, outcomes: dict[str, str]) -> dict[str, str]:
         """The canaries' node ids in a report -> their suffixes (found by file name and
         function: pytest's rootdir decides the prefix)."""
+        if self.unittest_style:  # "test_x (mod.Case)", Python 3.11 on "test_x (mod.Case.test_x)"
+            forms = {key: (key + ")", key + "." + key.split(" ", 1)[0] + ")") for key in self.expected}
+            return {t: key for t in outcomes for key, ids in forms.items() if t in ids}
         name = PurePosixPath(self.path).name
         return {t: suffix for t in outcomes for suffix in self.expected if t.endswith(name + suffix)}
 

@@ -71,6 +71,11 @@ BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted r
 # --tb=line: one line per failure on the console; a real suite's hundreds of full tracebacks
 # (requests' network tests in the sandbox) would pass the output cap.
 PYTEST_ARGS = ("-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
+# django's runner and its test tree: the script, its settings (tests/test_sqlite.py) and every
+# test module live under tests/, which the runner owns whole: a candidate's change anywhere in it
+# is not applied (the fix is django's code; its tests are the test patch's).
+DJANGO_SCRIPT, DJANGO_TESTS = "tests/runtests.py", "tests"
+GUARDED_DIRS: dict[str, tuple[str, ...]] = {"pytest": (), "django": (DJANGO_TESTS,)}
 
 
 @dataclass(frozen=True)
@@ -181,14 +186,17 @@ class Runner:
         try:
             tests = list(job.tests) or test_files(test_patch)
             roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
-            changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots)
+            changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, GUARDED_DIRS[spec.runner])
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s, guarded=guarded)
-        canaries = Canaries.beside(tests, spec.pythonpath[0] if spec.pythonpath else ".")
+        argv, canaries = command(env.python, spec, tests)
+        if not argv:
+            return fail(
+                "no_tests", f"no test module of the {spec.runner} runner in {tests[:3]}", env_build_s=env.built_s
+            )
         changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
-        argv = [env.python, "-s", "-B", BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path]
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
         start = time.monotonic()
@@ -240,15 +248,50 @@ class Runner:
         return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
 
 
+def command(python: str, spec: EnvSpec, tests: list[str]) -> tuple[list[str], Canaries]:
+    """The test process's argv for the environment's runner, and the canaries it runs with
+    (an empty argv: none of `tests` is a test module that runner takes).
+
+    pytest   the test files and the canary file as pytest's arguments (SWE-bench's test
+             directives are the test patch's files)
+    django   `tests/runtests.py --verbosity 2 RUNNER_ARGS LABELS`, as SWE-bench runs it: each
+             test file under tests/ as its dotted module label (tests/admin_views/tests.py ->
+             admin_views.tests), the canary module's label last"""
+    root = spec.pythonpath[0] if spec.pythonpath else "."
+    if spec.runner == "django":
+        modules = [t for t in tests if t.startswith(DJANGO_TESTS + "/")]
+        canaries = Canaries.unittest_beside(modules, root, DJANGO_TESTS)
+        labels = [django_label(t) for t in modules]
+        if not labels:
+            return [], canaries
+        args = ["--unittest", DJANGO_SCRIPT, "--verbosity", "2", *spec.runner_args, *labels, canaries.label]
+        return [python, "-s", "-B", BOOTSTRAP, *args], canaries
+    canaries = Canaries.beside(tests, root)
+    return [python, "-s", "-B", BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path], canaries
+
+
+def django_label(path: str) -> str:
+    """A test file under tests/ as runtests.py's dotted label (a package's __init__.py: the package)."""
+    parts = PurePosixPath(path).relative_to(DJANGO_TESTS).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
 def patched_files(
-    snapshot: Path, candidate: str, test_patch: str = "", roots: tuple[str, ...] = (".",)
+    snapshot: Path,
+    candidate: str,
+    test_patch: str = "",
+    roots: tuple[str, ...] = (".",),
+    guarded_dirs: tuple[str, ...] = (),
 ) -> tuple[dict[str, str | None], tuple[str, ...]]:
     """New content of every file the patches touch (None = deleted), and the candidate's
-    guarded paths that were left out (guard.py; `roots`: the folders the tests import from).
+    guarded paths that were left out (guard.py; `roots`: the folders the tests import from;
+    `guarded_dirs`: folders the runner owns whole, GUARDED_DIRS).
     The candidate is applied to the snapshot; the test patch to the snapshot's version of
     every file it touches and the candidate's of the rest."""
     changes = _applied(snapshot, candidate, {})
-    guarded = tuple(sorted(rel for rel in changes if is_guarded(rel, read_beneath(snapshot, rel) is None, roots)))
+    guarded = tuple(
+        sorted(rel for rel in changes if is_guarded(rel, read_beneath(snapshot, rel) is None, roots, guarded_dirs))
+    )
     for rel in guarded:
         del changes[rel]
     if test_patch.strip():
