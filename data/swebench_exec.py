@@ -23,12 +23,16 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
     exclude_newer  the later of the row's created_at and its environment_setup_commit's date
                    (the harness reads the requirements there), raised to the interpreter's
                    first release; the spec's exact pins are exempt (environments.py)
-    runner         the harness runs every suite under pytest, its recorder and canaries
-                   (reward/execution/bootstrap.py); where SWE-bench uses another runner and the
-                   suite also runs under pytest, RUNNERS adds pytest (as of the same date) and
-                   says how the verdict can differ: sympy (SWE-bench: `bin/test -C --verbose`;
-                   sympy's conftest.py makes its XFAIL/SKIP decorators pytest's). django's
-                   `tests/runtests.py` does not run under pytest: not supported yet
+    runner         SWE-bench's test command (suite_command): django's `tests/runtests.py
+                   --verbosity 2 --settings=test_sqlite --parallel 1` (runner "django": the
+                   harness runs that script under its unittest recorder, bootstrap.py); every
+                   other suite under pytest, its recorder and canaries. Where SWE-bench uses
+                   another runner and the suite also runs under pytest, UNDER_PYTEST adds
+                   pytest (as of the same date): sympy (SWE-bench: `bin/test -C --verbose`;
+                   sympy's conftest.py makes its XFAIL/SKIP decorators pytest's)
+    pre_install    django's (1.7 to 3.2) only generates the en_US.UTF-8 locale: not run, the
+                   sandbox's LANG is C.UTF-8 (noted `locale_as_c_utf8`); any other apt step
+                   drops the row as needs_apt, naming the packages
     undated        the repository's TEST_DATA (environments.py): pydicom's tests download
                    their data files at run time, offline they need the pydicom-data package
 
@@ -72,7 +76,7 @@ from data.patching import PatchError, parse_patch
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
 from reward.execution import declared
-from reward.execution.environments import TEST_DATA, EnvSpec, InterpreterUnavailable, find_python
+from reward.execution.environments import DJANGO_ARGS, TEST_DATA, EnvSpec, InterpreterUnavailable, find_python
 from reward.execution.environments import _utc as utc
 from reward.execution.pythons import RELEASES
 
@@ -131,6 +135,16 @@ def infer_version(read: declared.Reader, repo: str) -> str | None:
     return None
 
 
+def version_from_tags(repo: Repo, commit: str) -> str | None:
+    """ "MAJOR.MINOR" of the newest release tag the commit descends from (`git describe`), for
+    repositories whose version only a build writes (setuptools_scm: pytest, xarray, ...): what
+    SWE-bench's version lookup reads from the built package (setuptools_scm's next-dev version
+    keeps the last tag's major and minor)."""
+    described = repo.run("describe", "--tags", "--abbrev=0", commit, check=False).decode().strip()
+    m = re.match(r"v?(\d+)\.(\d+)", described)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
 def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str, Any]:
     """The harness spec of `repo` at `version`; a row without a version takes the repository's
     spec when all its versions share one (psf/requests)."""
@@ -156,9 +170,9 @@ def environment(
     src_layout: bool = False,
 ) -> EnvSpec:
     """The EnvSpec of a harness spec. `read` reads the repository at its environment commit."""
-    steps = spec.get("pre_install") or []
+    steps = [] if locale_only(spec) else spec.get("pre_install") or []
     if any("apt-get" in step or "apt " in step for step in steps):
-        raise Drop("needs_apt", f"pre_install: {steps[0][:120]}")
+        raise Drop("needs_apt", f"pre_install installs system packages: {' && '.join(steps)[:160]}")
     if steps:
         raise Drop("pre_install", f"shell steps before the install are not supported: {steps[0][:120]}")
     reqs: list[str] = []
@@ -199,7 +213,29 @@ def environment(
 
 # Repositories whose SWE-bench command is not pytest but whose suites run under it: what the
 # environment adds for the harness's runner. A repository is a row here, not a branch.
-RUNNERS: dict[str, tuple[str, ...]] = {"sympy/sympy": ("pytest",)}
+UNDER_PYTEST: dict[str, tuple[str, ...]] = {"sympy/sympy": ("pytest",)}
+# SWE-bench's own test command where the harness here runs it too (its constants' test_cmd):
+# django's tests/runtests.py with `--verbosity 2 --settings=test_sqlite --parallel 1`
+# (TEST_DJANGO, environments.DJANGO_ARGS), version 1.9 with `--verbosity 2` alone
+# (TEST_DJANGO_NO_PARALLEL).
+_LOCALE_STEPS = re.compile(
+    r"apt-get update && apt-get install -y locales|echo 'en_US UTF-8' > /etc/locale.gen|locale-gen en_US.UTF-8"
+)
+
+
+def suite_command(repo: str, version: str | None) -> tuple[str, tuple[str, ...]]:
+    """(EnvSpec.runner, EnvSpec.runner_args) of a repository at a version."""
+    if repo == "django/django":
+        return "django", () if version == "1.9" else DJANGO_ARGS
+    return "pytest", ()
+
+
+def locale_only(spec: dict[str, Any]) -> bool:
+    """Whether a spec's pre_install steps only generate the en_US.UTF-8 locale (django 1.7 to
+    3.2): the sandbox runs with LANG=C.UTF-8, UTF-8 as that locale is (what the old interpreters
+    need it for: a filesystem and stdout encoding that is not ASCII), without its formatting."""
+    steps = spec.get("pre_install") or []
+    return bool(steps) and all(_LOCALE_STEPS.fullmatch(step.strip()) for step in steps)
 
 
 def _git_reader(repo: Repo, commit: str) -> declared.Reader:
@@ -324,6 +360,9 @@ class Converter:
             if version is None and (inferred := infer_version(_git_reader(repo, row["base_commit"]), row["repo"])):
                 version = inferred if inferred in known else None  # else the repository's one spec, if one
                 notes += ["version_from_clone"] if version else []
+            if version is None and (tagged := version_from_tags(repo, row["base_commit"])) in known:
+                version = tagged
+                notes.append("version_from_tags")
             spec = spec_for(self.specs, row["repo"], version)
             created = (
                 row.get("created_at")
@@ -348,11 +387,15 @@ class Converter:
             env = environment(
                 spec, paths, _git_reader(repo, commit), resolved_as_of, _src_layout(repo, row["base_commit"])
             )
+            runner, runner_args = suite_command(row["repo"], version)
             env = dataclasses.replace(
                 env,
                 undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()),
-                requirements=(*env.requirements, *RUNNERS.get(row["repo"], ())),
+                requirements=(*env.requirements, *UNDER_PYTEST.get(row["repo"], ())),
+                runner=runner,
+                runner_args=runner_args,
             )
+            notes += ["locale_as_c_utf8"] if locale_only(spec) else []
             job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
             outcome = mine_swebench_row(repo, where, {**row, "test_patch": test_patch}, job)
         if outcome.reason != "kept" or outcome.instance is None:

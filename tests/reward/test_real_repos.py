@@ -465,7 +465,7 @@ def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_pat
 @pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")
 def test_a_sympy_lite_row_runs_under_the_harness_pytest(tmp_path):
     """SWE-bench runs sympy with `bin/test`; its suite also runs under pytest (its conftest.py
-    makes sympy's XFAIL and SKIP pytest's), which RUNNERS adds to the environment. The PR's
+    makes sympy's XFAIL and SKIP pytest's), which UNDER_PYTEST adds to the environment. The PR's
     branch left master before the row's base commit: its test patch is taken from the merge
     base (`base...head`)."""
     _, git = _lite_row("sympy/sympy", "sympy__sympy-20590", tmp_path)
