@@ -23,6 +23,10 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
     network         "none": no network at all (the loopback too is down); "loopback": the
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
                     httpbin, a local test server); never the host's network (sandbox.py)
+    services        stand-ins for public services the tests call, by name (services.py:
+                    "httpbin" serves http://httpbin.org on the sandbox's own loopback, the name
+                    mapped in the sandbox's own /etc/hosts); each has its own venv, built and
+                    cached here from its own EnvSpec; not part of this environment's cache key
 
 Build, and what runs where (the threat model: the snapshot's code, and everything it writes
 or prints, is hostile; setup.py and a PEP 517 build backend are its code):
@@ -79,7 +83,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -177,6 +181,7 @@ class EnvSpec:
     pythonpath: tuple[str, ...] = (".",)
     network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
     undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
+    services: tuple[str, ...] = ()  # stand-ins served in the sandbox (services.REGISTRY)
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:
@@ -186,13 +191,16 @@ class EnvSpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"environment: unknown keys {sorted(unknown)}")
-        for key in ("requirements", "pythonpath", "extras", "undated"):
+        for key in ("requirements", "pythonpath", "extras", "undated", "services"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(**raw)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        fields = asdict(self)
+        if not self.services:  # the JSON (and cache key) of every environment without one is as before
+            del fields["services"]
+        return json.dumps(fields, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -232,7 +240,8 @@ class Environments:
         self.builds = 0  # environments this process built (the rest came from the cache)
 
     def key(self, spec: EnvSpec, snapshot: Path | None) -> str:
-        h = hashlib.sha256(spec.to_json().encode() + BUILD_VERSION)
+        # Without its services: they run from venvs of their own, this one is the same.
+        h = hashlib.sha256(replace(spec, services=()).to_json().encode() + BUILD_VERSION)
         if spec.install == "snapshot" and snapshot is not None:
             for name in _DEPENDENCY_FILES:
                 if (snapshot / name).is_file():
