@@ -31,6 +31,9 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
                    `tests/runtests.py` does not run under pytest: not supported yet
     undated        the repository's TEST_DATA (environments.py): pydicom's tests download
                    their data files at run time, offline they need the pydicom-data package
+    services       the repository's STAND_INS (reward/execution/services.py): requests' old
+                   suites call http://httpbin.org, which the sandbox then serves from the
+                   httpbin package on its own loopback (https:// URLs still fail: no TLS)
 
 Dropped, counted per reason: duplicate (a row whose instance_id came before: the first is
 kept), no_clone, no_spec (repository or version not in the specs), needs_apt (a `pre_install`
@@ -200,6 +203,9 @@ def environment(
 # Repositories whose SWE-bench command is not pytest but whose suites run under it: what the
 # environment adds for the harness's runner. A repository is a row here, not a branch.
 RUNNERS: dict[str, tuple[str, ...]] = {"sympy/sympy": ("pytest",)}
+# Repositories whose tests call a public service that a stand-in of services.REGISTRY serves
+# inside the sandbox (SWE-bench's containers had the internet, the sandbox has none).
+STAND_INS: dict[str, tuple[str, ...]] = {"psf/requests": ("httpbin",)}
 
 
 def _git_reader(repo: Repo, commit: str) -> declared.Reader:
@@ -352,6 +358,7 @@ class Converter:
                 env,
                 undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()),
                 requirements=(*env.requirements, *RUNNERS.get(row["repo"], ())),
+                services=STAND_INS.get(row["repo"], ()),
             )
             job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
             outcome = mine_swebench_row(repo, where, {**row, "test_patch": test_patch}, job)
