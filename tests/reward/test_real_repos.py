@@ -486,5 +486,8 @@ def test_a_requests_lite_row_whose_suite_calls_httpbin_org_is_kept_with_the_stan
     env = EnvSpec.from_json(inst.environment)
     assert env is not None and env.services == ("httpbin",)
     label = _validated_label(tmp_path, git)
-    assert (label["outcome"], label["FAIL_TO_PASS"]) == ("kept", ["test_requests.py::TestTimeout::test_encoded_methods"])
+    assert (label["outcome"], label["FAIL_TO_PASS"]) == (
+        "kept",
+        ["test_requests.py::TestTimeout::test_encoded_methods"],
+    )
     assert len(label["PASS_TO_PASS"]) > 100  # 81 without the stand-in: the httpbin.org tests pass now
