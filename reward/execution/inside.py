@@ -146,7 +146,7 @@ def hosts_file(root: Path, scratch: Path, servers: list[dict]) -> None:
     The bind is in this mount namespace only; the host's file is never written."""
     target = root / "etc" / "hosts"
     if target.is_symlink() or not target.is_file():  # a mount would follow a link out of the root
-        raise OSError(f"the host's /etc/hosts is not a regular file: no hosts file bound for {servers[0]['name']}")
+        raise OSError("the host's /etc/hosts is not a regular file: no hosts file of the sandbox's own bound over it")
     names = " ".join(dict.fromkeys(name for server in servers for name in server["hosts"]))
     made = scratch / "hosts"
     made.write_text(f"127.0.0.1\t{names}\n{target.read_text(errors='replace')}")
@@ -262,20 +262,23 @@ def main(spec_path: str) -> int:
     for procs in spec["cgroups"]:  # "0": this process; every child inherits the cgroups
         Path(procs).write_text("0")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    servers = spec["servers"]
+    servers, failed = spec["servers"], None
     if spec["loopback"]:
         loopback_up()
-    if servers:
-        allow_ports_from(min(server["port"] for server in servers))
     root = build_root(spec)
-    if servers:
-        hosts_file(root, Path(spec["scratch"]), servers)
+    try:  # a host without the per-namespace sysctl or a regular /etc/hosts: the servers' failure
+        if servers:
+            allow_ports_from(min(server["port"] for server in servers))
+            hosts_file(root, Path(spec["scratch"]), servers)
+    except OSError as exc:
+        failed = f"server {servers[0]['name']}: {exc}"
     # Opened before the chroot in the scratch folder and unlinked: the command cannot name them.
     # Open until PID 1 exits, as the servers are (no context manager).
     logs = [tempfile.TemporaryFile(dir=spec["scratch"]) for _ in servers]  # noqa: SIM115
     os.chroot(root)
     os.chdir("/")
-    failed = start_servers(servers, logs, spec)
+    if failed is None:
+        failed = start_servers(servers, logs, spec)
     if failed is not None:
         print(f"sandbox: {failed}", file=sys.stderr)
         _send(spec["report_fd"], b"S" + failed.encode("utf-8", "replace"))
