@@ -35,6 +35,9 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
                    drops the row as needs_apt, naming the packages
     undated        the repository's TEST_DATA (environments.py): pydicom's tests download
                    their data files at run time, offline they need the pydicom-data package
+    services       the repository's STAND_INS (reward/execution/services.py): requests' old
+                   suites call http://httpbin.org, which the sandbox then serves from the
+                   httpbin package on its own loopback (https:// URLs still fail: no TLS)
 
 Dropped, counted per reason: duplicate (a row whose instance_id came before: the first is
 kept), no_clone, no_spec (repository or version not in the specs), needs_apt (a `pre_install`
@@ -238,6 +241,11 @@ def locale_only(spec: dict[str, Any]) -> bool:
     return bool(steps) and all(_LOCALE_STEPS.fullmatch(step.strip()) for step in steps)
 
 
+# Repositories whose tests call a public service that a stand-in of services.REGISTRY serves
+# inside the sandbox (SWE-bench's containers had the internet, the sandbox has none).
+STAND_INS: dict[str, tuple[str, ...]] = {"psf/requests": ("httpbin",)}
+
+
 def _git_reader(repo: Repo, commit: str) -> declared.Reader:
     def read(rel: str) -> str | None:
         blob = repo.blob(f"{commit}:{rel}")
@@ -394,6 +402,7 @@ class Converter:
                 requirements=(*env.requirements, *UNDER_PYTEST.get(row["repo"], ())),
                 runner=runner,
                 runner_args=runner_args,
+                services=STAND_INS.get(row["repo"], ()),
             )
             notes += ["locale_as_c_utf8"] if locale_only(spec) else []
             job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)

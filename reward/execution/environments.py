@@ -27,6 +27,10 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
     network         "none": no network at all (the loopback too is down); "loopback": the
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
                     httpbin, a local test server); never the host's network (sandbox.py)
+    services        stand-ins for public services the tests call, by name (services.py:
+                    "httpbin" serves http://httpbin.org on the sandbox's own loopback, the name
+                    mapped in the sandbox's own /etc/hosts); each has its own venv, built and
+                    cached here from its own EnvSpec; not part of this environment's cache key
 
 Build, and what runs where (the threat model: the snapshot's code, and everything it writes
 or prints, is hostile; setup.py and a PEP 517 build backend are its code):
@@ -201,6 +205,7 @@ class EnvSpec:
     pythonpath: tuple[str, ...] = (".",)
     network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
     undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
+    services: tuple[str, ...] = ()  # stand-ins served in the sandbox (services.REGISTRY)
     runner: str = "pytest"  # one of RUNNERS: the suite's test command (runner.py), not part of the build
     runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
 
@@ -216,24 +221,26 @@ class EnvSpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"environment: unknown keys {sorted(unknown)}")
-        for key in ("requirements", "pythonpath", "extras", "undated", "runner_args"):
+        for key in ("requirements", "pythonpath", "extras", "undated", "runner_args", "services"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(**raw)
 
     def to_json(self) -> str:
-        """The spec as instances carry it; the runner's fields only where they are not the
-        default (pytest's specs read as they did before the runner was part of them)."""
+        """The spec as instances carry it; the runner's fields and the services only where they
+        are not the default (a pytest spec without services reads as before they existed)."""
         fields = asdict(self)
         if self.runner == "pytest" and not self.runner_args:
             del fields["runner"], fields["runner_args"]
+        if not self.services:
+            del fields["services"]
         return json.dumps(fields, sort_keys=True)
 
     def build_json(self) -> str:
-        """What the environment's build depends on: the spec without its test command (one
-        environment serves every runner, and the keys of environments built before the runner
-        was part of the spec stay what they were)."""
-        fields = {k: v for k, v in asdict(self).items() if k not in ("runner", "runner_args")}
+        """What the environment's build depends on: the spec without its test command and its
+        services (one environment serves every runner; services run from venvs of their own),
+        so the keys of environments built before those fields existed stay what they were."""
+        fields = {k: v for k, v in asdict(self).items() if k not in ("runner", "runner_args", "services")}
         return json.dumps(fields, sort_keys=True)
 
 

@@ -7,14 +7,22 @@ data/paths.py, loaded by its path), and nothing here runs code from the sandboxe
 this process stays root, only the command it starts is nobody.
 
     1. join the run's cgroups (memory, pids), so that every process started later counts;
-       with `loopback`, bring the network namespace's own loopback up;
+       with `loopback` (or `servers`), bring the network namespace's own loopback up; with
+       `servers`, let unprivileged processes of this network namespace bind ports from the
+       lowest server port up (ip_unprivileged_port_start is per network namespace);
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
        writable ones of `rw_paths`, the snapshot at `workdir` as an overlay whose writes land
        in a size-limited tmpfs, the run's `changes` written into it (as root, before anything
        of the repository runs; each path through data/paths.py, no link followed), tmpfs /tmp
-       and /dev/shm, a minimal /dev, a /proc of this PID namespace;
-    3. chroot; start the command in `workdir` as uid/gid 65534 with no groups and the rlimits,
-       with a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
+       and /dev/shm, a minimal /dev, a /proc of this PID namespace; with `servers`, a hosts
+       file of its own bound over the root's /etc/hosts (the servers' names first, then the
+       host's lines);
+    3. chroot; start each server as uid/gid 65534 with the rlimits, its output into an
+       unlinked file of the scratch folder (not the command's output), and wait until it
+       accepts on 127.0.0.1:port: one that exits or does not within `start_s` ends the run
+       (an "S" and why go to the host instead of a report, and the command never runs);
+       start the command in `workdir` as uid/gid 65534 with no groups and the rlimits, with
+       a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
     4. read the report (at most `report_bytes`) while the command runs, then send it to the
        host through the one descriptor the host gave this process (the command's processes
        never inherit it), and exit with the command's status: as PID 1 exiting, the kernel
@@ -33,13 +41,18 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from pathlib import Path
 from types import ModuleType
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _DEVICES = ("null", "zero", "random", "urandom")
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
+# Per network namespace (since Linux 4.11): read and written here in the sandbox's own.
+_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+_SERVER_LOG_TAIL = 2000  # bytes of a failed server's output in the reason
 
 
 # mount(2) flags (linux/mount.h).
@@ -120,6 +133,69 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
 
 
+def allow_ports_from(port: int) -> None:
+    """Let this network namespace's unprivileged processes bind ports from `port` up (a stand-in
+    for httpbin.org serves on 80 as nobody). The sysctl is the namespace's own: the host's
+    value, and every other namespace's, stay as they are (tests/reward/test_services.py)."""
+    Path(_PORT_START).write_text(str(port))
+
+
+def hosts_file(root: Path, scratch: Path, servers: list[dict]) -> None:
+    """Bind a hosts file over the new root's /etc/hosts (itself the host's, read-only): the
+    servers' names as 127.0.0.1 first (glibc takes the first match), then the host's lines.
+    The bind is in this mount namespace only; the host's file is never written."""
+    target = root / "etc" / "hosts"
+    if target.is_symlink() or not target.is_file():  # a mount would follow a link out of the root
+        raise OSError("the host's /etc/hosts is not a regular file: no hosts file of the sandbox's own bound over it")
+    names = " ".join(dict.fromkeys(name for server in servers for name in server["hosts"]))
+    made = scratch / "hosts"
+    made.write_text(f"127.0.0.1\t{names}\n{target.read_text(errors='replace')}")
+    made.chmod(0o644)
+    _mount(str(made), target, None, MS_BIND)  # the mount point exists: /etc is read-only
+    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def start_servers(servers: list[dict], logs: list, spec: dict) -> str | None:
+    """Start every server as nobody and wait for each to accept on 127.0.0.1:port; None, or
+    why one did not come up (with the end of its output)."""
+    for server, log in zip(servers, logs, strict=True):
+        try:
+            proc = subprocess.Popen(
+                server["argv"],
+                env=server["env"],
+                cwd="/",
+                user=spec["uid"],
+                group=spec["uid"],
+                extra_groups=[],
+                preexec_fn=lambda: _limit(spec["limits"]),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        except OSError as exc:
+            return f"server {server['name']}: cannot start {server['argv'][0]}: {exc}"
+        why = _accepting(proc, server["port"], server["start_s"])
+        if why is not None:
+            proc.kill()
+            log.seek(max(0, log.seek(0, os.SEEK_END) - _SERVER_LOG_TAIL))
+            tail = log.read().decode("utf-8", "replace").strip()
+            return f"server {server['name']} {why}; its output ends: {tail or '(nothing)'}"
+    return None
+
+
+def _accepting(proc: subprocess.Popen, port: int, start_s: float) -> str | None:
+    deadline = time.monotonic() + start_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return f"exited with status {proc.returncode} before accepting on 127.0.0.1:{port}"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return None
+        except OSError:
+            time.sleep(0.05)
+    return f"did not accept on 127.0.0.1:{port} within {start_s:g} s"
+
+
 def _load_paths(path: str) -> ModuleType:
     """data/paths.py, the project's one rule for a patch's paths (this script runs without the
     project on sys.path)."""
@@ -186,11 +262,27 @@ def main(spec_path: str) -> int:
     for procs in spec["cgroups"]:  # "0": this process; every child inherits the cgroups
         Path(procs).write_text("0")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    if spec.get("loopback"):
+    servers, failed = spec["servers"], None
+    if spec["loopback"]:
         loopback_up()
     root = build_root(spec)
+    try:  # a host without the per-namespace sysctl or a regular /etc/hosts: the servers' failure
+        if servers:
+            allow_ports_from(min(server["port"] for server in servers))
+            hosts_file(root, Path(spec["scratch"]), servers)
+    except OSError as exc:
+        failed = f"server {servers[0]['name']}: {exc}"
+    # Opened before the chroot in the scratch folder and unlinked: the command cannot name them.
+    # Open until PID 1 exits, as the servers are (no context manager).
+    logs = [tempfile.TemporaryFile(dir=spec["scratch"]) for _ in servers]  # noqa: SIM115
     os.chroot(root)
     os.chdir("/")
+    if failed is None:
+        failed = start_servers(servers, logs, spec)
+    if failed is not None:
+        print(f"sandbox: {failed}", file=sys.stderr)
+        _send(spec["report_fd"], b"S" + failed.encode("utf-8", "replace"))
+        return 125
     read_fd, write_fd = os.pipe()
     try:
         child = subprocess.Popen(

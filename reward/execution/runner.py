@@ -40,7 +40,7 @@ that prefix reads `{env}`, the interpreter's `{python}` (stable_ids), so labels 
 data.validate on one machine match runs on any other.
 
 Statuses, each a counted reason for the callers: "ok" (the report was read), "patch_failed",
-"env_failed" (the environment could not be built), "no_interpreter", "no_snapshot",
+"env_failed" (the environment or a service of it failed), "no_interpreter", "no_snapshot",
 "timeout" (the wall-clock limit), "killed" (output or memory limit), "no_report" (the session
 did not end by itself: pytest could not start, or a process exited in the middle),
 "bad_report" (a stream the recorder does not write, or over the size limit), "tampered" (the
@@ -59,7 +59,7 @@ from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import sandbox
+from reward.execution import sandbox, services
 from reward.execution.environments import EnvironmentFailed, Environments, EnvSpec, InterpreterUnavailable
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse
@@ -175,6 +175,7 @@ class Runner:
             spec = EnvSpec.from_json(inst.environment) or HOST_DEMO_SPEC
             snapshot = self.snapshots.path(inst, spec)
             env = self.envs.ensure(spec, snapshot)
+            servers = services.servers(spec.services, self.envs)
         except SnapshotUnavailable as exc:
             return fail("no_snapshot", str(exc))
         except InterpreterUnavailable as exc:
@@ -208,6 +209,7 @@ class Runner:
             env=variables,
             limits=self.limits,
             loopback=spec.network == "loopback",
+            servers=servers,
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
@@ -226,6 +228,8 @@ class Runner:
         checked: report.py), never from its log."""
         inst = job.instance
         fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
+        if result.failed_server:  # a stand-in of the environment (services.py): the tests never ran
+            return fail("env_failed", result.failed_server, **done)
         if result.killed:
             status = "timeout" if result.killed == "timeout" else "killed"
             return fail(status, f"the test run was stopped: {result.killed}", **done)

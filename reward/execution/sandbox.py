@@ -31,6 +31,14 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 `loopback=True` (an environment's `network: "loopback"`) that interface is up:
                 the code may serve and connect on its own 127.0.0.1 (tests with a local
                 server), still a namespace of its own with no route out.
+    servers     with `servers` (an environment's stand-ins for public services: services.py)
+                the loopback is up too; PID 1 lets this namespace's unprivileged processes bind
+                ports from the lowest server port (the sysctl ip_unprivileged_port_start is
+                per network namespace: the host's stays as it is), binds a hosts file of its
+                own over the root's /etc/hosts naming 127.0.0.1 for the servers' host names,
+                starts each server as nobody with the command's rlimits and its output kept
+                apart, and runs the command only once each accepts connections; one that does
+                not within its `start_s` ends the run with `failed_server` saying why.
     processes   its own PID namespace: when the command exits, every process it started
                 (a daemonised child too) is killed with the namespace. A cgroup caps the number
                 of processes (`pids`) and the memory (`memory_mb`; the kernel's OOM killer ends
@@ -89,6 +97,22 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Server:
+    """A process the sandbox's PID 1 starts before the command and that dies with it: an
+    environment's stand-in for a public service (services.py makes them). It runs as nobody,
+    in `/`, with `env` as its whole environment; `ro_paths` are mounted read-only as for the
+    command."""
+
+    name: str
+    argv: tuple[str, ...]
+    port: int  # on 127.0.0.1; the command starts once it accepts a connection there
+    hosts: tuple[str, ...] = ()  # names the sandbox's /etc/hosts maps to 127.0.0.1
+    env: tuple[tuple[str, str], ...] = ()
+    ro_paths: tuple[str, ...] = ()
+    start_s: float = 10.0  # how long it may take to accept
+
+
+@dataclass(frozen=True)
 class SandboxResult:
     returncode: int | None  # None when it was killed by the host
     killed: str | None  # None, "timeout", "output", "memory" (the OOM killer ran in its cgroup)
@@ -96,6 +120,7 @@ class SandboxResult:
     stdout: str
     stderr: str
     report: bytes | None = b""  # what it wrote to $SWE_RL_REPORT_FD; None: over report_bytes
+    failed_server: str | None = None  # why a Server did not come up (the command never ran)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -164,12 +189,14 @@ def run(
     workdir: str = "/testbed",
     loopback: bool = False,
     rw_paths: Sequence[str | Path] = (),
+    servers: Sequence[Server] = (),
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
     interpreter's prefix, the environment); `rw_paths` the same, writable (what the code writes
     there outlives it: only a directory the caller owns and reads back as hostile, e.g. an
-    environment build's output). `env` is the whole environment of the command."""
+    environment build's output). `env` is the whole environment of the command; `servers`
+    run beside it on the sandbox's own loopback (Server)."""
     why = available()
     if why is not None:
         raise SandboxUnavailable(why)
@@ -187,14 +214,15 @@ def run(
         "changes": dict(changes or {}),
         "paths_module": str(Path(paths.__file__).resolve()),
         "report_fd": report_write,
-        "ro_paths": [str(p) for p in ro_paths],
+        "ro_paths": [str(p) for p in (*ro_paths, *(p for server in servers for p in server.ro_paths))],
         "rw_paths": [str(p) for p in rw_paths],
         "scratch": str(scratch),
         "workdir": workdir,
         "limits": asdict(limits),
         "cgroups": [str(p / "cgroup.procs") for p in cgroups],
         "uid": NOBODY,
-        "loopback": loopback,
+        "loopback": loopback or bool(servers),
+        "servers": [{**asdict(server), "env": dict(server.env)} for server in servers],
     }
     (scratch / "spec.json").write_text(json.dumps(spec))
     os.chmod(scratch, 0o700)
@@ -237,12 +265,16 @@ def run(
     if killed is None and oom:
         killed = "memory"
     code = None if killed in ("timeout", "output") else proc.returncode
-    return SandboxResult(code, killed, round(time.monotonic() - start, 3), out, err, _report(relayed, limits))
+    seconds = round(time.monotonic() - start, 3)
+    if relayed[:1] == b"S":
+        return SandboxResult(code, killed, seconds, out, err, b"", relayed[1:].decode("utf-8", "replace"))
+    return SandboxResult(code, killed, seconds, out, err, _report(relayed, limits))
 
 
 def _report(relayed: bytes, limits: Limits) -> bytes | None:
     """What PID 1 relayed (inside.py): "R" then the report, or "O" when the report passed
-    `report_bytes`; nothing at all when PID 1 never got that far (b"": no report)."""
+    `report_bytes` ("S" then why: a server did not come up, run() reads that); nothing at all
+    when PID 1 never got that far (b"": no report)."""
     if not relayed:
         return b""
     return relayed[1:] if relayed[:1] == b"R" and len(relayed) <= limits.report_bytes + 1 else None

@@ -474,3 +474,20 @@ def test_a_sympy_lite_row_runs_under_the_harness_pytest(tmp_path):
     assert env is not None and "pytest" in env.requirements and "mpmath==1.3.0" in env.requirements
     label = _validated_label(tmp_path, git)
     assert (label["outcome"], label["FAIL_TO_PASS"]) == ("kept", ["sympy/core/tests/test_basic.py::test_immutable"])
+
+
+@pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")
+def test_a_requests_lite_row_whose_suite_calls_httpbin_org_is_kept_with_the_stand_in(tmp_path):
+    """psf__requests-2317's suite (2014) sends its requests to http://httpbin.org: without a
+    network its tests failed on name resolution and the row had no FAIL_TO_PASS. Its
+    environment names the httpbin stand-in (STAND_INS), served inside the sandbox (issue 26)."""
+    _, git = _lite_row("psf/requests", "psf__requests-2317", tmp_path)
+    (inst,) = read_instances(str(tmp_path / "exec"), 0)
+    env = EnvSpec.from_json(inst.environment)
+    assert env is not None and env.services == ("httpbin",)
+    label = _validated_label(tmp_path, git)
+    assert (label["outcome"], label["FAIL_TO_PASS"]) == (
+        "kept",
+        ["test_requests.py::TestTimeout::test_encoded_methods"],
+    )
+    assert len(label["PASS_TO_PASS"]) > 100  # 81 without the stand-in: the httpbin.org tests pass now
