@@ -89,7 +89,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -161,6 +161,8 @@ _PIP_BUILD = (
 # Bounds on what the host reads back from the sandboxed build.
 _LISTED_BYTES, _LISTED_MAX = 1 << 20, 2000  # the requirements' JSON
 _METADATA_BYTES, _METADATA_DEPTH = 16 << 20, 4  # the .dist-info folder copied into site-packages
+# The build's version modules the runs add to the snapshot (_generated_versions), in the env.
+GENERATED, _GENERATED_MAX, _GENERATED_BYTES = "generated.json", 20, 64 << 10
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
 # Run in the sandbox by the venv's python (-I: neither the snapshot nor the build's output is on
 # its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
@@ -206,6 +208,7 @@ class EnvSpec:
     network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
     undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
     services: tuple[str, ...] = ()  # stand-ins served in the sandbox (services.REGISTRY)
+    version: str | None = None  # the project's version for a setuptools_scm build (None: 0.0.0)
     runner: str = "pytest"  # one of RUNNERS: the suite's test command (runner.py), not part of the build
     runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
 
@@ -232,8 +235,9 @@ class EnvSpec:
         fields = asdict(self)
         if self.runner == "pytest" and not self.runner_args:
             del fields["runner"], fields["runner_args"]
-        if not self.services:
-            del fields["services"]
+        for name in ("services", "version"):
+            if not fields[name]:
+                del fields[name]
         return json.dumps(fields, sort_keys=True)
 
     def build_json(self) -> str:
@@ -241,6 +245,8 @@ class EnvSpec:
         services (one environment serves every runner; services run from venvs of their own),
         so the keys of environments built before those fields existed stay what they were."""
         fields = {k: v for k, v in asdict(self).items() if k not in ("runner", "runner_args", "services")}
+        if not self.version:
+            del fields["version"]
         return json.dumps(fields, sort_keys=True)
 
 
@@ -253,6 +259,13 @@ class Environment:
     variables: dict[str, str] = field(default_factory=dict)  # the command's whole environment
     key: str = "host"
     built_s: float = 0.0  # seconds this call spent building (0 when cached)
+    generated: dict[str, str] = field(default_factory=dict)  # snapshot path -> a version module the build wrote
+
+    @staticmethod
+    def read_generated(target: Path) -> dict[str, str]:
+        path = target / GENERATED
+        found: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
+        return found
 
 
 def _sandbox_vars(spec: EnvSpec) -> dict[str, str]:
@@ -304,8 +317,10 @@ class Environments:
                     self._build(spec, snapshot, target)
                     self.builds += 1
                     built = time.monotonic() - start
-                    return Environment(str(python), (str(target), _base_prefix(str(python))), variables, key, built)
-        return Environment(str(python), (str(target), _base_prefix(str(python))), variables, key)
+                    ro = (str(target), _base_prefix(str(python)))
+                    return Environment(str(python), ro, variables, key, built, Environment.read_generated(target))
+        ro = (str(target), _base_prefix(str(python)))
+        return Environment(str(python), ro, variables, key, generated=Environment.read_generated(target))
 
     def _build(self, spec: EnvSpec, snapshot: Path | None, target: Path) -> None:
         interpreter = find_python(spec.python)
@@ -326,6 +341,8 @@ class Environments:
                 self._tool(_install(python, spec, [*own, *requirements]), "install the snapshot's dependencies")
                 (site,) = tmp.glob("lib/python*/site-packages")
                 _install_metadata(Path(out), site)  # the code under test is the snapshot on PYTHONPATH
+                generated = _generated_versions(Path(out), snapshot, spec.pythonpath)
+                (tmp / GENERATED).write_text(json.dumps(generated, sort_keys=True))
         if not uv_compiles(spec.python):  # as pip would at install: packages of the index, compiled, never run
             (site,) = tmp.glob("lib/python*/site-packages")
             subprocess.run(
@@ -346,7 +363,7 @@ class Environments:
         own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
         pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
         ro = (str(venv), _base_prefix(python))
-        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)")
+        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)", spec.version)
         listed = self._sandboxed(
             [python, "-I", "-c", _REQUIRES, str(out), *spec.extras],
             snapshot,
@@ -356,11 +373,13 @@ class Environments:
         )
         return _requirements(listed, "the snapshot's requirements")
 
-    def _sandboxed(self, argv: list[str], snapshot: Path, ro: tuple[str, ...], out: Path, what: str) -> str:
+    def _sandboxed(
+        self, argv: list[str], snapshot: Path, ro: tuple[str, ...], out: Path, what: str, version: str | None = None
+    ) -> str:
         limits = sandbox.Limits(wall_s=self.build_timeout_s, cpu_s=int(self.build_timeout_s), output_bytes=4 << 20)
         # A git archive has no .git: setuptools_scm projects build only with a version given.
         variables = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
-        variables["SETUPTOOLS_SCM_PRETEND_VERSION"] = "0.0.0"
+        variables["SETUPTOOLS_SCM_PRETEND_VERSION"] = version or "0.0.0"
         try:
             result = sandbox.run(argv, snapshot=snapshot, ro_paths=ro, rw_paths=(out,), env=variables, limits=limits)
         except sandbox.SandboxUnavailable as exc:
@@ -454,6 +473,27 @@ def _requirement(entry: object, source: str) -> str:
     if req.url:
         raise EnvironmentFailed(f"{source}: {entry!r} installs from {req.url}, not from the index: refused")
     return str(req)
+
+
+def _generated_versions(out: Path, snapshot: Path, pythonpath: tuple[str, ...]) -> dict[str, str]:
+    """The version modules the build wrote that the commit does not have (setuptools_scm's
+    `_pytest/_version.py`, which `import _pytest` needs), as snapshot paths -> content: the runs
+    add them to the snapshot's files, as the build would have left them in an editable install.
+    Only `*version.py` files of a package the snapshot has, read without following a link,
+    bounded; the build is the snapshot's own code, so they carry no more than it does."""
+    root = pythonpath[0] if pythonpath else "."
+    found: dict[str, str] = {}
+    for path in sorted(out.glob("*/*version.py"))[:_GENERATED_MAX]:
+        package, name = path.parent.name, path.name
+        rel = str(PurePosixPath(root) / package / name) if root not in ("", ".") else f"{package}/{name}"
+        if path.is_symlink() or not (snapshot / rel).parent.is_dir() or (snapshot / rel).exists():
+            continue
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(_GENERATED_BYTES + 1)
+        if len(data) <= _GENERATED_BYTES:
+            found[rel] = data.decode("utf-8", "replace")
+    return found
 
 
 def _install_metadata(out: Path, site: Path) -> None:

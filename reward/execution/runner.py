@@ -192,6 +192,7 @@ class Runner:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s, guarded=guarded)
+        changes = {**env.generated, **changes}  # the build's version modules (environments.py), then the patches
         argv, canaries = command(env.python, spec, tests)
         if not argv:
             return fail(

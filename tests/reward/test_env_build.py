@@ -129,3 +129,28 @@ def test_exact_pins_are_exempt_from_the_date_and_bytecode_is_compiled():
     exempt = [cmd[i + 1].split("=")[0] for i, a in enumerate(cmd) if a == "--exclude-newer-package"]
     assert exempt == ["pydicom-data", "werkzeug", "setuptools"]
     assert cmd[-4:] == ["Werkzeug==2.3.7", "setuptools==70.0.0", "pytest<8", "blinker"]
+
+
+SCM_SETUP_PY = """
+import os
+from pathlib import Path
+from setuptools import setup
+
+# What setuptools_scm's write_to does: the version module exists only once the project is built.
+version = os.environ.get("SETUPTOOLS_SCM_PRETEND_VERSION", "unknown")
+Path("widget/_version.py").write_text(f"version = {version!r}\\n")
+setup(name="widget", version=version, packages=["widget"])
+"""
+
+
+def test_a_version_module_the_build_writes_is_added_to_the_runs_with_the_specs_version(tmp_path):
+    """pytest's own repository: `import _pytest` needs src/_pytest/_version.py, which only its
+    build writes (setuptools_scm), with the version the build was given (a git archive has none)."""
+    snapshot, _ = _snapshot(tmp_path, [])
+    (snapshot / "setup.py").write_text(SCM_SETUP_PY)
+    spec = EnvSpec(python="3.11", install="snapshot", version="4.5.0")
+    env = Environments(tmp_path / "envs").ensure(spec, snapshot)
+    assert env.generated == {"widget/_version.py": "version = '4.5.0'\n"}
+    assert not (snapshot / "widget" / "_version.py").exists()  # the snapshot itself stays the commit's
+    assert Environments(tmp_path / "envs").ensure(spec, snapshot).generated == env.generated  # cached too
+    assert "version" not in EnvSpec(python="3.11").to_json()  # specs without it read as before
