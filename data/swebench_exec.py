@@ -16,7 +16,11 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
     requirements   `packages` ("requirements.txt": the repository's requirements files at the
                    row's environment_setup_commit, `-r` followed, its own project left out;
                    else conda package names, which PyPI shares) and `pip_packages`, pins kept;
-                   a package yanked since is swapped as the harness does (`replace_requirements`)
+                   a package yanked since is swapped as the harness does (`replace_requirements`);
+                   a conda `environment.yml` (xarray, matplotlib) is not read: its spec's
+                   pip_packages are installed (the main libraries, pinned), its other conda
+                   packages (optional backends, whose tests then skip) are not, noted
+                   `conda_env_pip_only`
     install        "snapshot" for `pip install [-e] .[extras]` and `setup.py develop|install`
     network        "loopback": the harness runs tests in containers with a network; here they
                    get the sandbox's own loopback (local servers work, the internet does not)
@@ -41,9 +45,11 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
 
 Dropped, counted per reason: duplicate (a row whose instance_id came before: the first is
 kept), no_clone, no_spec (repository or version not in the specs), needs_apt (a `pre_install`
-step installs system packages), pre_install (other shell steps, not supported), conda_env (an
-environment.yml), install_unsupported, no_test_patch (none in the row, none matched), and the
-mining reasons (data/mining/extract.py: unknown_commit, patch_mismatch, ...).
+step installs system packages: named), pre_install (a shell step that is neither a sed on
+tox.ini nor one tightening a requirement: pre_install_requirements), install_unsupported,
+no_test_patch (none in the row, none matched), and the mining reasons (data/mining/extract.py:
+unknown_commit, patch_mismatch, ...). The version, when the row has none: the repository's
+version file at the commit (infer_version), else its newest release tag (release_tag).
 
 Rows without a test patch (SWE-bench Lite's, `requests_lite.jsonl`) get one from a mined PR of
 the same base commit whose patch is the row's (`--test-patches`: data.build output of that
@@ -119,7 +125,14 @@ def replacements(path: Path = SPECS_PATH) -> dict[str, str]:
 
 # Where a repository states its version at a commit: `__version__ = "2.0.1.dev0"` (flask,
 # requests, sympy's release.py), `VERSION = (3, 0, 0, "alpha", 0)` (django), `version = "..."`.
-_VERSION_FILES = ("src/{name}/__init__.py", "{name}/__init__.py", "{name}/release.py", "{name}/version.py", "setup.cfg")
+_VERSION_FILES = (
+    "src/{name}/__init__.py",
+    "{name}/__init__.py",
+    "{name}/__pkginfo__.py",  # pylint: the version being developed ("2.13.0-dev0")
+    "{name}/release.py",
+    "{name}/version.py",
+    "setup.cfg",
+)
 _VERSION_RE = re.compile(
     r"""(?m)^\s*(?:__version__|version)\s*[=:]\s*['"]?(\d+)\.(\d+)|^VERSION\s*=\s*\(\s*(\d+)\s*,\s*(\d+)"""
 )
@@ -138,14 +151,15 @@ def infer_version(read: declared.Reader, repo: str) -> str | None:
     return None
 
 
-def version_from_tags(repo: Repo, commit: str) -> str | None:
-    """ "MAJOR.MINOR" of the newest release tag the commit descends from (`git describe`), for
-    repositories whose version only a build writes (setuptools_scm: pytest, xarray, ...): what
-    SWE-bench's version lookup reads from the built package (setuptools_scm's next-dev version
-    keeps the last tag's major and minor)."""
+def release_tag(repo: Repo, commit: str) -> str | None:
+    """The newest release the commit descends from (`git describe --tags`, "4.5.0"), for
+    repositories whose version only a build writes (setuptools_scm: pytest, xarray): its major
+    and minor are what SWE-bench's version lookup reads from the built package (setuptools_scm's
+    next-dev version keeps the last tag's), and the build is given it as its version
+    (EnvSpec.version; a git archive has no history to read it from)."""
     described = repo.run("describe", "--tags", "--abbrev=0", commit, check=False).decode().strip()
-    m = re.match(r"v?(\d+)\.(\d+)", described)
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc)\d+|\.dev\d+|\.post\d+)?)", described)  # "7.0.0.dev0"
+    return m.group(1) if m else None
 
 
 def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str, Any]:
@@ -176,16 +190,14 @@ def environment(
     steps = [] if locale_only(spec) else spec.get("pre_install") or []
     if any("apt-get" in step or "apt " in step for step in steps):
         raise Drop("needs_apt", f"pre_install installs system packages: {' && '.join(steps)[:160]}")
-    if steps:
-        raise Drop("pre_install", f"shell steps before the install are not supported: {steps[0][:120]}")
-    reqs: list[str] = []
+    reqs: list[str] = list(pre_install_requirements(steps))
     packages = (spec.get("packages") or "").strip()
     if packages == "requirements.txt":
         for rel in requirement_paths or ["requirements.txt"]:
             more, _ = declared.requirement_lines(read, rel)
             reqs += more
     elif packages == "environment.yml":
-        raise Drop("conda_env", "the spec installs a conda environment.yml")
+        pass  # a conda environment: its pip_packages only (noted by the caller, conda_env_pip_only)
     elif packages:
         reqs += [re.sub(r"(?<![=<>!~])=(?!=)", "==", name) for name in packages.split()]  # conda's "x=1" is "x==1"
     reqs += list(spec.get("pip_packages") or [])
@@ -231,6 +243,37 @@ def suite_command(repo: str, version: str | None) -> tuple[str, tuple[str, ...]]
     if repo == "django/django":
         return "django", () if version == "1.9" else DJANGO_ARGS
     return "pytest", ()
+
+
+_SED = re.compile(r"""(?:grep -q '[^']*' (\S+) && )?sed -i (['"])s/(.*?)(?<!\\)/(.*?)(?<!\\)/\2 (\S+)""")
+_PINNED = re.compile(r"[A-Za-z][\w.-]*\s*(?:[<>=!~]=?\s*[\w.*]+\s*,?\s*)+")
+_DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+
+
+def pre_install_requirements(steps: list[str]) -> list[str]:
+    """The requirements that a spec's pre_install steps amount to; Drop("pre_install") for a
+    step that is not one of these kinds:
+
+        sed on tox.ini            nothing: SWE-bench runs its tests through tox, the harness
+                                  runs pytest itself (sphinx's `s/pytest/pytest -rA/`)
+        sed on setup.py, setup.cfg, pyproject.toml that tightens a requirement
+                                  (sphinx's `s/Jinja2>=2.3/Jinja2<3.0/`, astropy's
+                                  `requires = ["setuptools==68.0.0",`): the new requirement,
+                                  installed beside the file's own (the resolution takes both)
+    """
+    out: list[str] = []
+    for step in steps:
+        m = _SED.fullmatch(step.strip())
+        if m is None or (m.group(1) and m.group(1) != m.group(5)):
+            raise Drop("pre_install", f"shell steps before the install are not supported: {step[:120]}")
+        old, new, target = m.group(3).replace("\\", ""), m.group(4).replace("\\", ""), m.group(5)
+        if target == "tox.ini":
+            continue
+        added = [r.strip().rstrip(",").strip() for r in _PINNED.findall(new) if r.strip() not in old]
+        if target not in _DEPENDENCY_FILES or not added:
+            raise Drop("pre_install", f"shell steps before the install are not supported: {step[:120]}")
+        out += added
+    return out
 
 
 def locale_only(spec: dict[str, Any]) -> bool:
@@ -368,7 +411,8 @@ class Converter:
             if version is None and (inferred := infer_version(_git_reader(repo, row["base_commit"]), row["repo"])):
                 version = inferred if inferred in known else None  # else the repository's one spec, if one
                 notes += ["version_from_clone"] if version else []
-            if version is None and (tagged := version_from_tags(repo, row["base_commit"])) in known:
+            release = release_tag(repo, row["base_commit"])
+            if version is None and release and (tagged := ".".join(release.split(".")[:2])) in known:
                 version = tagged
                 notes.append("version_from_tags")
             spec = spec_for(self.specs, row["repo"], version)
@@ -403,8 +447,10 @@ class Converter:
                 runner=runner,
                 runner_args=runner_args,
                 services=STAND_INS.get(row["repo"], ()),
+                version=release if "version_from_tags" in notes else None,
             )
             notes += ["locale_as_c_utf8"] if locale_only(spec) else []
+            notes += ["conda_env_pip_only"] if spec.get("packages") == "environment.yml" else []
             job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
             outcome = mine_swebench_row(repo, where, {**row, "test_patch": test_patch}, job)
         if outcome.reason != "kept" or outcome.instance is None:

@@ -3,7 +3,12 @@ patch's files; a changelog or AUTHORS beside them is ignored and said, other cod
 
 from __future__ import annotations
 
-from data.swebench_exec import matches_gold, mined_test_patch
+import subprocess
+
+import pytest
+
+from data.git.repo import Repo
+from data.swebench_exec import Drop, matches_gold, mined_test_patch, pre_install_requirements, release_tag
 
 
 def _diff(path: str, old: str, new: str) -> str:
@@ -53,3 +58,44 @@ def test_a_row_without_a_version_takes_the_release_line_its_commit_states():
     assert infer_version(files.get, "django/django") == "3.0"
     assert infer_version(files.get, "sympy/sympy") == "1.1"
     assert infer_version(files.get, "psf/requests") is None
+
+
+def test_pre_install_steps_become_requirements_or_a_named_drop():
+    """sphinx 3.x-4.x's seds on setup.py tighten pins (the new pins are installed beside the
+    file's own); its sed on tox.ini is SWE-bench's tox invocation, not the harness's; a sed that
+    repairs a file (pytest 6.3's `>=>=`) is not a requirement: the row is dropped, naming it."""
+    steps = [
+        "sed -i 's/pytest/pytest -rA/' tox.ini",
+        "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py",
+        "sed -i 's/alabaster>=0.7,<0.8/alabaster>=0.7,<0.7.12/' setup.py",
+        "sed -i \"s/'packaging',/'packaging', 'markupsafe<=2.0.1',/\" setup.py",
+        "grep -q 'sphinxcontrib-htmlhelp>=2.0.0' setup.py && "
+        "sed -i 's/sphinxcontrib-htmlhelp>=2.0.0/sphinxcontrib-htmlhelp>=2.0.0,<=2.0.4/' setup.py",
+        'sed -i \'s/requires = \\["setuptools",/requires = \\["setuptools==68.0.0",/\' pyproject.toml',
+    ]
+    assert pre_install_requirements(steps) == [
+        "Jinja2<3.0",
+        "alabaster>=0.7,<0.7.12",
+        "markupsafe<=2.0.1",
+        "sphinxcontrib-htmlhelp>=2.0.0,<=2.0.4",
+        "setuptools==68.0.0",
+    ]
+    for step in ("sed -i 's/>=>=/>=/' setup.cfg", "wget -O /tmp/x http://example.invalid/x.tgz"):
+        with pytest.raises(Drop, match="not supported"):
+            pre_install_requirements([step])
+
+
+def test_release_tag_is_the_newest_release_a_commit_descends_from(tmp_path):
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for n, tag in ((1, "4.4.0"), (2, "v4.5.0"), (3, None), (4, "7.0.0.dev0"), (5, "not-a-release")):
+        (tmp_path / "f").write_text(str(n))
+        subprocess.run([*git, "add", "f"], check=True)
+        subprocess.run([*git, "commit", "-qm", str(n)], check=True)
+        if tag:
+            subprocess.run([*git, "tag", tag], check=True)
+    with Repo(str(tmp_path)) as repo:
+        assert release_tag(repo, "HEAD~2") == "4.5.0"
+        assert release_tag(repo, "HEAD~4") == "4.4.0"
+        assert release_tag(repo, "HEAD~1") == "7.0.0.dev0"  # setuptools_scm's next-dev tag: 7.0
+        assert release_tag(repo, "HEAD") is None  # a tag that names no release

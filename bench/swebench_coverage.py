@@ -1,0 +1,122 @@
+"""One row of the SWE-bench Lite coverage table (docs/data.md): a repository's rows, end to end.
+
+    python bench/swebench_coverage.py --repo pytest-dev/pytest --git pytest-dev/pytest=CLONE \
+        [--rows ../shared/data/swebench_lite.json] [--work DIR] [--limit N] [--workers 2]
+
+Runs the commands a user runs, in order, on the repository's rows of the export (no version,
+test patch or labels in it: data.swebench_exec infers the version from the clone and takes the
+test patch from the PR's head), and reads their manifests and reports:
+
+    converted   python -m data.swebench_exec --rows ROWS --git ... --out WORK/converted
+    kept        python -m data.validate --data WORK/converted --out WORK/validated --git ...
+                (its run before the fix is the empty patch's: no kept instance resolves there)
+    gold        python -m reward.execute --instances WORK/validated --predictions gold ...
+    official    the rows' `resolved_by` patches (each resolved under SWE-bench's own harness),
+                one round per index, each with reward.execute: resolved here out of run, and
+                every one not resolved named with its system and the failing tests' reasons
+
+Prints the summary as JSON (also WORK/summary.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args: list[str], log: Path) -> None:
+    with log.open("w") as out:
+        code = subprocess.call([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    if code != 0:
+        raise SystemExit(f"{' '.join(args[:1])} failed ({code}): see {log}")
+
+
+def _entries(row: dict[str, Any]) -> list[dict[str, str]]:
+    value = row.get("resolved_by") or []
+    return ast.literal_eval(value) if isinstance(value, str) else list(value)
+
+
+def _execute(work: Path, name: str, predictions: list[dict[str, str]], git: list[str], workers: int) -> dict[str, Any]:
+    pred_path = work / f"{name}.json"
+    pred_path.write_text(json.dumps(predictions))
+    out = work / name
+    args = ["reward.execute", "--instances", str(work / "validated"), "--predictions", str(pred_path)]
+    _run([*args, "--out", str(out), *git, "--workers", str(workers)], work / f"{name}.log")
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--git", action="append", required=True, help="owner/name=CLONE")
+    parser.add_argument("--rows", default=str(ROOT.parent / "shared" / "data" / "swebench_lite.json"))
+    parser.add_argument("--work", default=None, help="default: /tmp/coverage/OWNER+NAME")
+    parser.add_argument("--limit", type=int, default=0, help="the first N rows only (a sample)")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    work = Path(args.work or f"/tmp/coverage/{args.repo.replace('/', '+')}")
+    work.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in json.loads(Path(args.rows).read_text()) if r["repo"] == args.repo]
+    rows = rows[: args.limit] if args.limit else rows
+    (work / "rows.json").write_text(json.dumps(rows))
+    git = [x for g in args.git for x in ("--git", g)]
+    start, summary = time.monotonic(), {"repo": args.repo, "rows": len(rows)}
+    _run(["data.swebench_exec", "--rows", str(work / "rows.json"), *git, "--out", str(work / "converted"),
+          "--overwrite"], work / "convert.log")  # fmt: skip
+    converted = json.loads((work / "converted" / "_manifest.json").read_text())
+    summary.update(converted=converted["instances"], convert_counts=converted["counts"], notes=converted["notes"])
+    _run(["data.validate", "--data", str(work / "converted"), "--out", str(work / "validated"), *git,
+          "--workers", str(args.workers), "--overwrite"], work / "validate.log")  # fmt: skip
+    validated = json.loads((work / "validated" / "_manifest.json").read_text())
+    summary.update(kept=validated["kept"], validate_counts=validated["counts"], validate_examples=validated["examples"])
+    kept = set(validated["examples"].get("kept", []))
+    if validated["kept"] > len(kept):  # the manifest lists some: read the shards for all
+        import pyarrow.parquet as pq
+
+        kept = {
+            i
+            for shard in sorted((work / "validated").glob("*.parquet"))
+            for i in pq.read_table(shard)["instance_id"].to_pylist()
+        }
+    by_id = {r["instance_id"]: r for r in rows}
+    gold = [{"instance_id": i, "model_name_or_path": "gold", "model_patch": by_id[i]["golden_patch"]} for i in kept]
+    report = _execute(work, "gold", gold, git, args.workers)
+    summary.update(gold_resolved=report["resolved"], gold_run=report["completed"])
+    rounds = max((len(_entries(by_id[i])) for i in kept), default=0)
+    official: dict[str, Any] = {"run": 0, "resolved": 0, "not_resolved": [], "of_rows_not_kept": 0}
+    official["of_rows_not_kept"] = sum(len(_entries(r)) for r in rows if r["instance_id"] not in kept)
+    for k in range(rounds):
+        preds = [
+            {
+                "instance_id": i,
+                "model_name_or_path": _entries(by_id[i])[k]["name"],
+                "model_patch": _entries(by_id[i])[k]["patch"],
+            }
+            for i in sorted(kept)
+            if len(_entries(by_id[i])) > k
+        ]
+        report = _execute(work, f"official-{k}", preds, git, args.workers)
+        resolved = set(report.get("resolved_ids", []))
+        official["run"] += len(preds)
+        official["resolved"] += len(resolved)
+        official["not_resolved"] += [
+            f"{p['instance_id']} ({p['model_name_or_path']})" for p in preds if p["instance_id"] not in resolved
+        ]
+    summary["official"] = official
+    summary["seconds"] = round(time.monotonic() - start, 1)
+    (work / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
