@@ -34,6 +34,8 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
                    another runner and the suite also runs under pytest, UNDER_PYTEST adds
                    pytest (as of the same date): sympy (SWE-bench: `bin/test -C --verbose`;
                    sympy's conftest.py makes its XFAIL/SKIP decorators pytest's)
+                   RUNNER_ONLY leaves out what only runs SWE-bench's command (sphinx: tox and
+                   tox-current-env; noted `runner_only_requirements_dropped`)
     pre_install    django's (1.7 to 3.2) only generates the en_US.UTF-8 locale: not run, the
                    sandbox's LANG is C.UTF-8 (noted `locale_as_c_utf8`); any other apt step
                    drops the row as needs_apt, naming the packages
@@ -190,7 +192,8 @@ def environment(
     steps = [] if locale_only(spec) else spec.get("pre_install") or []
     if any("apt-get" in step or "apt " in step for step in steps):
         raise Drop("needs_apt", f"pre_install installs system packages: {' && '.join(steps)[:160]}")
-    reqs: list[str] = list(pre_install_requirements(steps))
+    pinned = pre_install_requirements(steps)  # after the others: SWE-bench's install runs after its pip_packages
+    reqs: list[str] = []
     packages = (spec.get("packages") or "").strip()
     if packages == "requirements.txt":
         for rel in requirement_paths or ["requirements.txt"]:
@@ -201,6 +204,7 @@ def environment(
     elif packages:
         reqs += [re.sub(r"(?<![=<>!~])=(?!=)", "==", name) for name in packages.split()]  # conda's "x=1" is "x==1"
     reqs += list(spec.get("pip_packages") or [])
+    reqs += pinned
     swaps = replacements()
     reqs = [swaps.get(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip(), r) for r in reqs]
     install = spec.get("install") or ""
@@ -236,6 +240,10 @@ UNDER_PYTEST: dict[str, tuple[str, ...]] = {"sympy/sympy": ("pytest",)}
 _LOCALE_STEPS = re.compile(
     r"apt-get update && apt-get install -y locales|echo 'en_US UTF-8' > /etc/locale.gen|locale-gen en_US.UTF-8"
 )
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
 
 
 def suite_command(repo: str, version: str | None) -> tuple[str, tuple[str, ...]]:
@@ -284,6 +292,10 @@ def locale_only(spec: dict[str, Any]) -> bool:
     return bool(steps) and all(_LOCALE_STEPS.fullmatch(step.strip()) for step in steps)
 
 
+# Requirements of a spec that only run SWE-bench's own command, not the tests: sphinx's suite
+# runs through `tox --current-env -epy39 -v --`, the harness runs its pytest directly (tox's
+# pins, resolved with their dependencies as of a 2020 date, are not installable either).
+RUNNER_ONLY: dict[str, frozenset[str]] = {"sphinx-doc/sphinx": frozenset({"tox", "tox-current-env"})}
 # Repositories whose tests call a public service that a stand-in of services.REGISTRY serves
 # inside the sandbox (SWE-bench's containers had the internet, the sandbox has none).
 STAND_INS: dict[str, tuple[str, ...]] = {"psf/requests": ("httpbin",)}
@@ -440,10 +452,13 @@ class Converter:
                 spec, paths, _git_reader(repo, commit), resolved_as_of, _src_layout(repo, row["base_commit"])
             )
             runner, runner_args = suite_command(row["repo"], version)
+            dropped = RUNNER_ONLY.get(row["repo"], frozenset())
+            kept_reqs = tuple(r for r in env.requirements if _requirement_name(r) not in dropped)
+            notes += ["runner_only_requirements_dropped"] if len(kept_reqs) < len(env.requirements) else []
             env = dataclasses.replace(
                 env,
                 undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()),
-                requirements=(*env.requirements, *UNDER_PYTEST.get(row["repo"], ())),
+                requirements=(*kept_reqs, *UNDER_PYTEST.get(row["repo"], ())),
                 runner=runner,
                 runner_args=runner_args,
                 services=STAND_INS.get(row["repo"], ()),

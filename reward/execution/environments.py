@@ -143,6 +143,9 @@ def runner_of(snapshot: Path) -> tuple[str, tuple[str, ...]]:
     return "pytest", ()
 
 
+# uv's hint for a package the date cut filtered (_uv_install), and how many it may exempt.
+_FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
+_EXEMPT_RETRIES = 5
 # Part of every cache key: a change to how environments are built invalidates the old ones.
 BUILD_VERSION = b"5: bytecode compiled, exact pins undated, the later of two requirements wins"
 _UV = (sys.executable, "-m", "uv")
@@ -194,6 +197,10 @@ print(json.dumps(list(dict.fromkeys(out))))
 
 class EnvironmentFailed(RuntimeError):
     """An environment could not be built; the message has the reason and the tool's last lines."""
+
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output  # the tool's whole output (what _uv_install reads)
 
 
 @dataclass(frozen=True)
@@ -330,15 +337,15 @@ class Environments:
         python = str(tmp / "bin" / "python")
         requirements = [*later_wins(spec.requirements), *spec.undated, *SEED]
         if spec.install == "none":
-            self._tool(_install(python, spec, requirements), "install the requirements")
+            self._uv_install(python, spec, requirements, "install the requirements")
         elif snapshot is None:
             raise EnvironmentFailed("install=snapshot needs the snapshot")
         else:
             build = declared.build_requires(snapshot)  # read, never run
-            self._tool(_install(python, spec, [*build, *requirements]), "install the build requirements")
+            self._uv_install(python, spec, [*build, *requirements], "install the build requirements")
             with tempfile.TemporaryDirectory(prefix=f".{target.name}.build-", dir=target.parent) as out:
                 own = self._sandboxed_build(spec, snapshot, tmp, Path(out))
-                self._tool(_install(python, spec, [*own, *requirements]), "install the snapshot's dependencies")
+                self._uv_install(python, spec, [*own, *requirements], "install the snapshot's dependencies")
                 (site,) = tmp.glob("lib/python*/site-packages")
                 _install_metadata(Path(out), site)  # the code under test is the snapshot on PYTHONPATH
                 generated = _generated_versions(Path(out), snapshot, spec.pythonpath)
@@ -390,6 +397,28 @@ class Environments:
             raise EnvironmentFailed(f"{what} {why}: {_tail(result.stderr or result.stdout, 30)}")
         return result.stdout
 
+    def _uv_install(self, python: str, spec: EnvSpec, requirements: list[str], what: str) -> None:
+        """One `uv pip install`. Where the date cut leaves a requirement unsatisfiable, uv names
+        the package it filtered (an exact pin exempt from the date needs a dependency published
+        after it: sphinx's `Jinja2==3.0.3` needs MarkupSafe 2.0, a 2020 cut has 1.1); that
+        package is exempted too, logged, and the install retried, at most _EXEMPT_RETRIES times.
+        SWE-bench resolves with no date at all."""
+        exempt: list[str] = []
+        while True:
+            try:
+                self._tool(_install(python, spec, requirements, tuple(exempt)), what)
+                return
+            except EnvironmentFailed as exc:
+                more = [
+                    n for n in dict.fromkeys(_canonical(n) for n in _FILTERED.findall(exc.output)) if n not in exempt
+                ]
+                if not more or not spec.exclude_newer or len(exempt) + len(more) > _EXEMPT_RETRIES:
+                    raise
+                log.info(
+                    "%s: %s exempt from the date %s too (uv: filtered by exclude-newer)", what, more, spec.exclude_newer
+                )
+                exempt += more
+
     def _tool(self, cmd: list[str], what: str) -> None:
         """Run a trusted tool (uv) on the host: nothing it is given is code of the snapshot."""
         try:
@@ -397,23 +426,24 @@ class Environments:
         except subprocess.TimeoutExpired:
             raise EnvironmentFailed(f"{what}: no result within {self.build_timeout_s:.0f} s") from None
         if proc.returncode != 0:
-            raise EnvironmentFailed(f"{what} failed: {_tail(proc.stderr or proc.stdout)}")
+            raise EnvironmentFailed(f"{what} failed: {_tail(proc.stderr or proc.stdout)}", proc.stderr or proc.stdout)
 
 
 def _tail(text: str, lines: int = 8) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _install(python: str, spec: EnvSpec, requirements: list[str]) -> list[str]:
+def _install(python: str, spec: EnvSpec, requirements: list[str], exempt_more: tuple[str, ...] = ()) -> list[str]:
     """`uv pip install` of `requirements` into the venv of `python`, as of the spec's date (its
-    undated requirements exempt), each checked to be a requirement of the index by name."""
+    undated requirements, exact pins and `exempt_more` exempt), each checked to be a requirement
+    of the index by name."""
     checked = [_requirement(r, "requirement") for r in dict.fromkeys(requirements)]
     compile_flag = ["--compile-bytecode"] if uv_compiles(spec.python) else []  # else compiled after (_build)
     cmd = [*_UV, "pip", "install", "--quiet", *compile_flag, "--python", python]
     if spec.exclude_newer:
         cmd += ["--exclude-newer", spec.exclude_newer]
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        exempt = [*spec.undated, *(r for r in checked if exact_pin(r))]
+        exempt = [*spec.undated, *(r for r in checked if exact_pin(r)), *exempt_more]
         for name in dict.fromkeys(_canonical(r) for r in exempt):
             cmd += ["--exclude-newer-package", f"{name}={now}"]
     return [*cmd, *checked]

@@ -8,6 +8,7 @@ with the reason where either is absent.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import urllib.request
 from pathlib import Path
@@ -154,3 +155,26 @@ def test_a_version_module_the_build_writes_is_added_to_the_runs_with_the_specs_v
     assert not (snapshot / "widget" / "_version.py").exists()  # the snapshot itself stays the commit's
     assert Environments(tmp_path / "envs").ensure(spec, snapshot).generated == env.generated  # cached too
     assert "version" not in EnvSpec(python="3.11").to_json()  # specs without it read as before
+
+
+def test_a_package_the_date_filters_out_of_a_resolution_is_exempted_and_the_install_retried(tmp_path, caplog):
+    """uv names the package its date cut made unsatisfiable (an exact pin's dependency published
+    after the date); the install is retried with it exempt, logged, a bounded number of times."""
+    calls: list[list[str]] = []
+    hint = "hint: `markupsafe` was filtered by `exclude-newer` to only include packages uploaded before 2020"
+
+    def tool(cmd, what):
+        calls.append(cmd)
+        if len(calls) == 1:
+            raise EnvironmentFailed(f"{what} failed: no solution", f"error: no solution\n{hint}\n")
+
+    envs = Environments(tmp_path)
+    envs._tool = tool  # type: ignore[method-assign]
+    spec = EnvSpec(python="3.9", exclude_newer="2020-10-05T00:00:00Z")
+    with caplog.at_level(logging.INFO):
+        envs._uv_install("/venv/bin/python", spec, ["Jinja2==3.0.3"], "install")
+    assert len(calls) == 2 and not any(a.startswith("markupsafe=") for a in calls[0])
+    assert any(a.startswith("markupsafe=") for a in calls[1]) and "markupsafe" in caplog.text
+    envs._tool = lambda cmd, what: (_ for _ in ()).throw(EnvironmentFailed("failed", hint))  # type: ignore[method-assign]
+    with pytest.raises(EnvironmentFailed):  # the same package again: no endless retry
+        envs._uv_install("/venv/bin/python", spec, ["Jinja2==3.0.3"], "install")
