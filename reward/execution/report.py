@@ -102,6 +102,23 @@ def _outcome(seen: dict[str, str]) -> str | None:
     return "passed" if seen.get("call") == "passed" else None
 
 
+def _token(n: int = 6) -> str:
+    return secrets.token_hex(n)
+
+
+def _helper(import_root: str) -> tuple[str, str, str, str, str, tuple[int, int]]:
+    """The canaries' helper module, at the top of the import path: (module, its path, the name
+    of its `assert` check, of its `assertEqual` check, its source, two distinct numbers)."""
+    module = f"_{_token()}"
+    path = f"{module}.py" if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}.py"
+    check, same = f"check_{_token(4)}", f"same_{_token(4)}"
+    source = (
+        f"def {check}(left, right):\n    assert left == right\n\n\n"
+        f"def {same}(case, left, right):\n    case.assertEqual(left, right)\n"
+    )
+    return module, path, check, same, source, (secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30))
+
+
 @dataclass(frozen=True)
 class Canaries:
     path: str  # repository-relative path of the canary test file
@@ -120,14 +137,11 @@ class Canaries:
         failures raised outside the tests folder would pass the canary too). Two styles, each
         a pair: plain functions with `assert`, and a unittest.TestCase with `assertEqual` (code
         that disables unittest's assertions would pass only the second pair's failure)."""
-        token = lambda n=6: secrets.token_hex(n)  # noqa: E731
         folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(".")
-        path = str(folder / f"test_{token()}.py") if str(folder) != "." else f"test_{token()}.py"
-        module = f"_{token()}"
-        helper = f"{module}.py" if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}.py"
-        plain_ok, plain_bad, unit_ok, unit_bad = (f"test_{token()}" for _ in range(4))
-        case, check, same = f"Test{token(4).upper()}", f"check_{token(4)}", f"same_{token(4)}"
-        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
+        path = str(folder / f"test_{_token()}.py") if str(folder) != "." else f"test_{_token()}.py"
+        module, helper, check, same, helper_source, (a, b) = _helper(import_root)
+        plain_ok, plain_bad, unit_ok, unit_bad = (f"test_{_token()}" for _ in range(4))
+        case = f"Test{_token(4).upper()}"
         source = (
             f"import unittest\n\nfrom {module} import {check}, {same}\n\n\n"
             f"def {plain_ok}():\n    {check}({a}, {a})\n\n\n"
@@ -135,10 +149,6 @@ class Canaries:
             f"class {case}(unittest.TestCase):\n"
             f"    def {unit_ok}(self):\n        {same}(self, {b}, {b})\n\n"
             f"    def {unit_bad}(self):\n        {same}(self, {b}, {a})\n"
-        )
-        helper_source = (
-            f"def {check}(left, right):\n    assert left == right\n\n\n"
-            f"def {same}(case, left, right):\n    case.assertEqual(left, right)\n"
         )
         expected = {
             f"::{plain_ok}": "passed",
@@ -155,16 +165,12 @@ class Canaries:
         checking with `assertEqual`, one with `assert`, in the package of the last test module
         (so its label is as deep as the tests' own), its helper at the top of the import path.
         `expected` is keyed by (method, "module.Class") (`ids` reads both of unittest's forms)."""
-        token = lambda n=6: secrets.token_hex(n)  # noqa: E731
         folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(start)
-        path = str(folder / f"test_{token()}.py")
-        module = f"_{token()}"
-        helper = f"{module}.py" if import_root in ("", ".") else f"{import_root.rstrip('/')}/{module}.py"
+        path = str(folder / f"test_{_token()}.py")
+        module, helper, check, same, helper_source, (a, b) = _helper(import_root)
         dotted = ".".join(PurePosixPath(path).relative_to(start).with_suffix("").parts)  # never an __init__
-        unit, plain = f"Test{token(4).upper()}", f"Test{token(4).upper()}"
-        names = [f"test_{token()}" for _ in range(4)]
-        check, same = f"check_{token(4)}", f"same_{token(4)}"
-        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
+        unit, plain = f"Test{_token(4).upper()}", f"Test{_token(4).upper()}"
+        names = [f"test_{_token()}" for _ in range(4)]
         source = (
             f"import unittest\n\nfrom {module} import {check}, {same}\n\n\n"
             f"class {unit}(unittest.TestCase):\n"
@@ -173,10 +179,6 @@ class Canaries:
             f"class {plain}(unittest.TestCase):\n"
             f"    def {names[2]}(self):\n        {check}({a}, {a})\n\n"
             f"    def {names[3]}(self):\n        {check}({a}, {b})\n"
-        )
-        helper_source = (
-            f"def {check}(left, right):\n    assert left == right\n\n\n"
-            f"def {same}(case, left, right):\n    case.assertEqual(left, right)\n"
         )
         expected = {
             f"{names[0]} ({dotted}.{unit}": "passed",
