@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -82,6 +84,8 @@ def sdist_repo(version: str, cache: Path) -> tuple[Path, str, str]:
         info = next(m for m in tar.getmembers() if m.name.endswith("/PKG-INFO") and m.name.count("/") == 1)
         date = datetime.fromtimestamp(info.mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         repo = cache / f"django-{version}"
+        if (repo / ".git").exists() and not _dated(repo, date):  # made before its commit carried the release's date
+            shutil.rmtree(repo)
         if not (repo / ".git").exists():
             repo.mkdir(exist_ok=True)
             tar.extractall(
@@ -90,9 +94,15 @@ def sdist_repo(version: str, cache: Path) -> tuple[Path, str, str]:
             git = ["git", "-C", str(repo), "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
             subprocess.run([*git, "init", "-q"], check=True)
             subprocess.run([*git, "add", "-A"], check=True)
-            subprocess.run([*git, "commit", "-qm", f"Django {version} sdist", "--date", date], check=True)
+            dated = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}  # what swebench_exec reads
+            subprocess.run([*git, "commit", "-qm", f"Django {version} sdist"], check=True, env=dated)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     return repo, head.strip(), date
+
+
+def _dated(repo: Path, date: str) -> bool:
+    out = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%cI"], capture_output=True, text=True)
+    return out.stdout.strip()[:10] == date[:10]
 
 
 def diff_of(repo: Path, rel: str, new: str) -> str:

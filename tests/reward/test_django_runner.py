@@ -295,9 +295,10 @@ def test_a_django_row_converts_to_swebench_command_and_resolves_from_its_shard(d
         "test_patch": inst.test_patch,
         "FAIL_TO_PASS": json.dumps([twice, bench.DOC]),
         "PASS_TO_PASS": "[]",
-        "created_at": "2024-09-03T00:00:00Z",
+        "created_at": spec_of(inst).exclude_newer,  # the fixture's date: the same environment, built once
     }
     (tmp_path / "rows.json").write_text(json.dumps([row]))
+    built = runner.envs.builds
     clone = runner.snapshots.clones["django/django"]
     manifest = convert([str(tmp_path / "rows.json")], [f"django/django={clone}"], str(tmp_path / "out"), [], False)
     assert (manifest["instances"], manifest["notes"].get("version_from_clone")) == (1, 1), manifest
@@ -311,3 +312,10 @@ def test_a_django_row_converts_to_swebench_command_and_resolves_from_its_shard(d
     )
     assert runner.run(TestJob(converted, gold)).resolved is True
     assert runner.run(TestJob(converted, "")).resolved is False
+    assert runner.envs.builds == built  # the converted row's environment is the release's own
+
+
+def spec_of(inst: Instance) -> EnvSpec:
+    spec = EnvSpec.from_json(inst.environment)
+    assert spec is not None
+    return spec
