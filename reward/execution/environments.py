@@ -513,16 +513,25 @@ def _generated_versions(out: Path, snapshot: Path, pythonpath: tuple[str, ...]) 
     bounded; the build is the snapshot's own code, so they carry no more than it does."""
     root = pythonpath[0] if pythonpath else "."
     found: dict[str, str] = {}
-    for path in sorted(out.glob("*/*version.py"))[:_GENERATED_MAX]:
-        package, name = path.parent.name, path.name
-        rel = str(PurePosixPath(root) / package / name) if root not in ("", ".") else f"{package}/{name}"
-        if path.is_symlink() or not (snapshot / rel).parent.is_dir() or (snapshot / rel).exists():
-            continue
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(_GENERATED_BYTES + 1)
-        if len(data) <= _GENERATED_BYTES:
-            found[rel] = data.decode("utf-8", "replace")
+    # Entries are walked without following a link: a package folder the build made a link
+    # (to any host folder) is never entered.
+    packages = sorted((e for e in os.scandir(out) if e.is_dir(follow_symlinks=False)), key=lambda e: e.name)
+    for package in packages:
+        for entry in sorted(os.scandir(package.path), key=lambda e: e.name):
+            if len(found) >= _GENERATED_MAX or not entry.name.endswith("version.py"):
+                continue
+            if not entry.is_file(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_size > _GENERATED_BYTES:
+                continue
+            rel = (
+                f"{package.name}/{entry.name}"
+                if root in ("", ".")
+                else str(PurePosixPath(root) / package.name / entry.name)
+            )
+            if not (snapshot / rel).parent.is_dir() or (snapshot / rel).exists():
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                found[rel] = f.read(_GENERATED_BYTES).decode("utf-8", "replace")
     return found
 
 

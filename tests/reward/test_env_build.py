@@ -178,3 +178,18 @@ def test_a_package_the_date_filters_out_of_a_resolution_is_exempted_and_the_inst
     envs._tool = lambda cmd, what: (_ for _ in ()).throw(EnvironmentFailed("failed", hint))  # type: ignore[method-assign]
     with pytest.raises(EnvironmentFailed):  # the same package again: no endless retry
         envs._uv_install("/venv/bin/python", spec, ["Jinja2==3.0.3"], "install")
+
+
+def test_a_version_module_behind_a_link_the_build_made_is_not_read(tmp_path):
+    """The build is the snapshot's code: a package folder it leaves as a link to a host folder
+    is not entered, so no host file comes back into the runs as a version module."""
+    from reward.execution.environments import _generated_versions
+
+    host, out, snapshot = tmp_path / "host", tmp_path / "out", tmp_path / "snapshot"
+    for folder in (host, out / "real", snapshot / "real", snapshot / "evil"):
+        folder.mkdir(parents=True)
+    (host / "secret_version.py").write_text("token = 'host'\n")
+    (out / "evil").symlink_to(host)
+    (out / "real" / "_version.py").write_text("version = '1.0'\n")
+    (out / "real" / "linked_version.py").symlink_to(host / "secret_version.py")
+    assert _generated_versions(out, snapshot, (".",)) == {"real/_version.py": "version = '1.0'\n"}
