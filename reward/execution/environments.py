@@ -239,22 +239,23 @@ class EnvSpec:
     def to_json(self) -> str:
         """The spec as instances carry it; the runner's fields and the services only where they
         are not the default (a pytest spec without services reads as before they existed)."""
+        return json.dumps(self._fields(), sort_keys=True)
+
+    def build_json(self) -> str:
+        """What the environment's build depends on: the spec without its test command and its
+        services (one environment serves every runner; services run from venvs of their own),
+        so the keys of environments built before those fields existed stay what they were."""
+        fields = {k: v for k, v in self._fields().items() if k not in ("runner", "runner_args", "services")}
+        return json.dumps(fields, sort_keys=True)
+
+    def _fields(self) -> dict[str, Any]:
         fields = asdict(self)
         if self.runner == "pytest" and not self.runner_args:
             del fields["runner"], fields["runner_args"]
         for name in ("services", "version"):
             if not fields[name]:
                 del fields[name]
-        return json.dumps(fields, sort_keys=True)
-
-    def build_json(self) -> str:
-        """What the environment's build depends on: the spec without its test command and its
-        services (one environment serves every runner; services run from venvs of their own),
-        so the keys of environments built before those fields existed stay what they were."""
-        fields = {k: v for k, v in asdict(self).items() if k not in ("runner", "runner_args", "services")}
-        if not self.version:
-            del fields["version"]
-        return json.dumps(fields, sort_keys=True)
+        return fields
 
 
 @dataclass(frozen=True)
@@ -299,6 +300,7 @@ class Environments:
     def __init__(self, root: Path, build_timeout_s: float = 1800.0) -> None:
         self.root, self.build_timeout_s = root, build_timeout_s
         self.builds = 0  # environments this process built (the rest came from the cache)
+        self._ready: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}  # key -> (ro_paths, generated)
 
     def key(self, spec: EnvSpec, snapshot: Path | None) -> str:
         h = hashlib.sha256(spec.build_json().encode() + BUILD_VERSION)
@@ -317,6 +319,7 @@ class Environments:
         key = self.key(spec, snapshot)
         target = self.root / key
         python = target / "bin" / "python"
+        built = 0.0
         if not python.exists():
             with locked(target):
                 if not python.exists():  # built by another runner meanwhile
@@ -324,10 +327,10 @@ class Environments:
                     self._build(spec, snapshot, target)
                     self.builds += 1
                     built = time.monotonic() - start
-                    ro = (str(target), _base_prefix(str(python)))
-                    return Environment(str(python), ro, variables, key, built, Environment.read_generated(target))
-        ro = (str(target), _base_prefix(str(python)))
-        return Environment(str(python), ro, variables, key, generated=Environment.read_generated(target))
+        if key not in self._ready:  # a built environment never changes: its prefix and files read once
+            self._ready[key] = ((str(target), _base_prefix(str(python))), Environment.read_generated(target))
+        ro, generated = self._ready[key]
+        return Environment(str(python), ro, variables, key, built, generated)
 
     def _build(self, spec: EnvSpec, snapshot: Path | None, target: Path) -> None:
         interpreter = find_python(spec.python)
