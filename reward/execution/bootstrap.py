@@ -239,7 +239,8 @@ class UnittestRecorder:
     """unittest's TestResult as the recorder: each method in RESULT_METHODS is wrapped (the
     result classes of django's runner, TextTestResult and the rest call up into these), a
     test's outcome is gathered from startTest to stopTest (a failing subtest fails it, an error
-    in its tearDown after a pass is an error) and one record is written at stopTest. A class or
+    in its tearDown after a pass is an error) and one record is written at stopTest (none for
+    a test no add* call reported: it did not pass). A class or
     module fixture that fails (setUpClass: an _ErrorHolder, never started) is written as an
     error of its own id. Ids are _label's; a label met a second time (two tests with one
     docstring) is written as str(test) for the later test, so no id is reported twice."""
@@ -267,13 +268,14 @@ class UnittestRecorder:
 
     def seen(self, name, test, args):
         if name == "startTest":
-            self.state[id(test)] = [_label(test), "passed", ""]
+            self.state[id(test)] = [_label(test), None, ""]  # an outcome only from an add* call
             return
         entry = self.state.get(id(test))
         if name == "stopTest":
             if entry is not None:
                 del self.state[id(test)]
-                self.write(test, entry)
+                if entry[1] is not None:  # a test that reported nothing did not pass
+                    self.write(test, entry)
             return
         if name == "addSubTest":
             err = args[1] if len(args) > 1 else None  # (subtest, err): `test` is the parent
@@ -302,7 +304,7 @@ class UnittestRecorder:
     @staticmethod
     def mark(entry, outcome, why):
         """Keep the worst outcome seen: failed > error > xfail/skipped > passed."""
-        rank = {"passed": 0, "skipped": 1, "xfail": 1, "error": 2, "failed": 3}
+        rank = {None: -1, "passed": 0, "skipped": 1, "xfail": 1, "error": 2, "failed": 3}
         if rank[outcome] >= rank[entry[1]]:
             entry[1] = outcome
             entry[2] = why or entry[2]
