@@ -88,6 +88,7 @@ from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
 from reward.execution import declared
 from reward.execution.environments import DJANGO_ARGS, TEST_DATA, EnvSpec, InterpreterUnavailable, find_python
+from reward.execution.environments import _canonical as canonical
 from reward.execution.environments import _utc as utc
 from reward.execution.pythons import RELEASES
 
@@ -242,10 +243,6 @@ _LOCALE_STEPS = re.compile(
 )
 
 
-def _requirement_name(requirement: str) -> str:
-    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
-
-
 def suite_command(repo: str, version: str | None) -> tuple[str, tuple[str, ...]]:
     """(EnvSpec.runner, EnvSpec.runner_args) of a repository at a version."""
     if repo == "django/django":
@@ -255,7 +252,7 @@ def suite_command(repo: str, version: str | None) -> tuple[str, tuple[str, ...]]
 
 _SED = re.compile(r"""(?:grep -q '[^']*' (\S+) && )?sed -i (['"])s/(.*?)(?<!\\)/(.*?)(?<!\\)/\2 (\S+)""")
 _PINNED = re.compile(r"[A-Za-z][\w.-]*\s*(?:[<>=!~]=?\s*[\w.*]+\s*,?\s*)+")
-_DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
+_SED_TARGETS = ("setup.py", "setup.cfg", "pyproject.toml")  # a pin tightened there is a requirement
 
 
 def pre_install_requirements(steps: list[str]) -> list[str]:
@@ -278,7 +275,7 @@ def pre_install_requirements(steps: list[str]) -> list[str]:
         if target == "tox.ini":
             continue
         added = [r.strip().rstrip(",").strip() for r in _PINNED.findall(new) if r.strip() not in old]
-        if target not in _DEPENDENCY_FILES or not added:
+        if target not in _SED_TARGETS or not added:
             raise Drop("pre_install", f"shell steps before the install are not supported: {step[:120]}")
         out += added
     return out
@@ -423,7 +420,7 @@ class Converter:
             if version is None and (inferred := infer_version(_git_reader(repo, row["base_commit"]), row["repo"])):
                 version = inferred if inferred in known else None  # else the repository's one spec, if one
                 notes += ["version_from_clone"] if version else []
-            release = release_tag(repo, row["base_commit"])
+            release = release_tag(repo, row["base_commit"]) if version is None else None
             if version is None and release and (tagged := ".".join(release.split(".")[:2])) in known:
                 version = tagged
                 notes.append("version_from_tags")
@@ -453,7 +450,7 @@ class Converter:
             )
             runner, runner_args = suite_command(row["repo"], version)
             dropped = RUNNER_ONLY.get(row["repo"], frozenset())
-            kept_reqs = tuple(r for r in env.requirements if _requirement_name(r) not in dropped)
+            kept_reqs = tuple(r for r in env.requirements if canonical(r) not in dropped)
             notes += ["runner_only_requirements_dropped"] if len(kept_reqs) < len(env.requirements) else []
             env = dataclasses.replace(
                 env,
