@@ -191,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default=str(ROOT / ".cache" / "sdists"), help="sdists and their repositories")
     parser.add_argument("--execution-cache", default=str(ROOT / ".cache" / "execution"))
     args = parser.parse_args(argv)
+    unknown = [line for line in args.lines.split(",") if line not in RELEASES]
+    if unknown:
+        parser.error(f"--lines: {unknown} not among the release lines {sorted(RELEASES)}")
     runner = Runner(ExecutionConfig(cache_dir=args.execution_cache, wall_s=900, cpu_s=900))
     for line in args.lines.split(","):
         row = run_line(line, tuple(args.modules.split(",")), runner, Path(args.cache))

@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     rows = [r for r in json.loads(Path(args.rows).read_text()) if r["repo"] == args.repo]
     rows = rows[: args.limit] if args.limit else rows
+    if not rows:
+        parser.error(f"--rows {args.rows}: no row of repository {args.repo!r}")
     (work / "rows.json").write_text(json.dumps(rows))
     git = [x for g in args.git for x in ("--git", g)]
     start, summary = time.monotonic(), {"repo": args.repo, "rows": len(rows)}
