@@ -20,7 +20,8 @@ report written by someone else) cannot show them all right without knowing which
 report in which they do not show exactly their outcomes is `Tampered`, and so is one in which
 the recorder saw pytest's machinery replaced (bootstrap.py's integrity check). Under a
 unittest-based runner that takes dotted labels (django's runtests.py: `unittest_beside`) the
-canaries are two TestCase classes in a module of the last test module's package, and a test's
+canaries are pairs of classes of each test base class the suite uses (unittest's and django's
+SimpleTestCase and TestCase) in a module of the last test module's package, and a test's
 id is its runner's name for it (`test_x (pkg.mod.Case)`, or its docstring's first line). A report in
 which no test ran at all (a collection error interrupts pytest before the first) is not
 checked: with no test passed, it cannot resolve anything.
@@ -159,33 +160,37 @@ class Canaries:
         return cls(path, expected, helper, source, helper_source)
 
     @classmethod
-    def unittest_beside(cls, tests: list[str], import_root: str = ".", start: str = "tests") -> Canaries:
+    def unittest_beside(
+        cls,
+        tests: list[str],
+        import_root: str = ".",
+        start: str = "tests",
+        bases: tuple[tuple[str, str], ...] = (("unittest", "TestCase"),),
+    ) -> Canaries:
         """The canaries of a unittest-based runner that takes dotted labels (django's
-        runtests.py, its test modules under `start`): a module of two TestCase classes, one
-        checking with `assertEqual`, one with `assert`, in the package of the last test module
-        (so its label is as deep as the tests' own), its helper at the top of the import path.
-        `expected` is keyed by (method, "module.Class") (`ids` reads both of unittest's forms)."""
+        runtests.py, its test modules under `start`): a module in the package of the last test
+        module (so its label is as deep as the tests' own), with, for each of `bases` (module,
+        class: the test classes the suite's tests derive from, django's SimpleTestCase and
+        TestCase beside unittest's, whose code a candidate may change), two classes of two
+        tests, one pair checking with `assertEqual`, one with `assert`, through a helper at the
+        top of the import path. `expected` is keyed by "method (module.Class" (`ids` reads both
+        of unittest's forms)."""
         folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath(start)
         path = str(folder / f"test_{_token()}.py")
         module, helper, check, same, helper_source, (a, b) = _helper(import_root)
         dotted = ".".join(PurePosixPath(path).relative_to(start).with_suffix("").parts)  # never an __init__
-        unit, plain = f"Test{_token(4).upper()}", f"Test{_token(4).upper()}"
-        names = [f"test_{_token()}" for _ in range(4)]
-        source = (
-            f"import unittest\n\nfrom {module} import {check}, {same}\n\n\n"
-            f"class {unit}(unittest.TestCase):\n"
-            f"    def {names[0]}(self):\n        {same}(self, {b}, {b})\n\n"
-            f"    def {names[1]}(self):\n        {same}(self, {b}, {a})\n\n\n"
-            f"class {plain}(unittest.TestCase):\n"
-            f"    def {names[2]}(self):\n        {check}({a}, {a})\n\n"
-            f"    def {names[3]}(self):\n        {check}({a}, {b})\n"
-        )
-        expected = {
-            f"{names[0]} ({dotted}.{unit}": "passed",
-            f"{names[1]} ({dotted}.{unit}": "failed",
-            f"{names[2]} ({dotted}.{plain}": "passed",
-            f"{names[3]} ({dotted}.{plain}": "failed",
-        }
+        imports = "".join(f"import {m}\n" for m in dict.fromkeys(m for m, _ in bases))
+        source, expected = f"{imports}\nfrom {module} import {check}, {same}\n", {}
+        for base_module, base in bases:
+            for call in (f"{same}(self, ", f"{check}("):
+                case, ok, bad = f"Test{_token(4).upper()}", f"test_{_token()}", f"test_{_token()}"
+                source += (
+                    f"\n\nclass {case}({base_module}.{base}):\n"
+                    f"    def {ok}(self):\n        {call}{b}, {b})\n\n"
+                    f"    def {bad}(self):\n        {call}{b}, {a})\n"
+                )
+                expected[f"{ok} ({dotted}.{case}"] = "passed"
+                expected[f"{bad} ({dotted}.{case}"] = "failed"
         return cls(path, expected, helper, source, helper_source, dotted)
 
     @property

@@ -76,6 +76,9 @@ PYTEST_ARGS = ("-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
 # is not applied (the fix is django's code; its tests are the test patch's).
 DJANGO_SCRIPT, DJANGO_TESTS = "tests/runtests.py", "tests"
 GUARDED_DIRS: dict[str, tuple[str, ...]] = {"pytest": (), "django": (DJANGO_TESTS,)}
+# The test classes django's tests derive from: django's own are code under test (a candidate may
+# change how SimpleTestCase or TestCase run a test), so the canaries include a pair of each.
+DJANGO_BASES = (("unittest", "TestCase"), ("django.test", "SimpleTestCase"), ("django.test", "TestCase"))
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,7 @@ def command(python: str, spec: EnvSpec, tests: list[str]) -> tuple[list[str], Ca
     root = spec.pythonpath[0] if spec.pythonpath else "."
     if spec.runner == "django":
         modules = [t for t in tests if t.startswith(DJANGO_TESTS + "/")]
-        canaries = Canaries.unittest_beside(modules, root, DJANGO_TESTS)
+        canaries = Canaries.unittest_beside(modules, root, DJANGO_TESTS, DJANGO_BASES)
         labels = [django_label(t) for t in modules]
         if not labels:
             return [], canaries

@@ -51,10 +51,12 @@ FIXED = "def add(a, b):\n    return a + b\n"
 TESTS = '''\
 import unittest
 
+from django.test import SimpleTestCase
+
 from calc import add
 
 
-class AddTests(unittest.TestCase):
+class AddTests(SimpleTestCase):
     def test_add(self):
         self.assertEqual(add(1, 2), 3)
 
@@ -90,8 +92,12 @@ NEGATIVE = '''
         self.assertEqual(add(-1, -1), -2)
 '''
 BASE_TESTS = TESTS.replace(NEGATIVE, "")  # the test patch adds test_negative
+# django's test classes, as small as the runner needs: code under test, as django's own are.
+DJANGO_TEST = "import unittest\n\n\nclass SimpleTestCase(unittest.TestCase):\n    pass\n\n\nclass TestCase(SimpleTestCase):\n    pass\n"
 FILES = {
     "calc.py": CALC,
+    "django/__init__.py": "",
+    "django/test.py": DJANGO_TEST,
     "tests/runtests.py": RUNTESTS,
     "tests/app/__init__.py": "",
     "tests/app/tests.py": BASE_TESTS,
@@ -154,7 +160,8 @@ def test_labels_are_runtests_dotted_modules_and_the_canaries_share_the_last_pack
     assert command("/py", SPEC, ["src/pkg/test_x.py"])[0] == []  # nothing under tests/: no labels
     # both of unittest's spellings of a test are the canary's, another module's is not
     found = Canaries.ids(canaries, {f"{k})": "passed" for k in canaries.expected} | {"x (a.b.C)": "passed"})
-    assert len(found) == 4
+    assert len(found) == len(canaries.expected) == 12  # a pair of classes per base: unittest's, django's two
+    assert "class Test" in canaries.source and "(django.test.SimpleTestCase)" in canaries.source
 
 
 def test_the_runner_is_part_of_the_spec_but_not_of_the_environment_it_builds(tmp_path):
@@ -219,11 +226,16 @@ def test_the_runner_owns_tests_a_candidate_change_there_is_not_applied(runner):
         "import unittest\nunittest.TestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n",
         # assertions that never fail
         "import unittest\nunittest.TestCase.assertEqual = lambda self, a, b, msg=None: None\n",
+        # django's own test class made to report every test passed (django is code under test)
+        "import django.test\n"
+        "def _run(self, result=None):\n"
+        "    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\n"
+        "django.test.SimpleTestCase.run = _run\n",
         # the report's end written early into every descriptor that could be the report's
         "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'{\"exit\": 0}\\n')\n"
         "    except OSError:\n        pass\n",
     ],
-    ids=["result_class", "assertions", "early_exit_record"],
+    ids=["result_class", "assertions", "django_test_class", "early_exit_record"],
 )
 def test_code_under_test_cannot_forge_the_unittest_report(runner, attack):
     run = runner.run(job(make_patch({"calc.py": CALC}, {"calc.py": attack + CALC})))
@@ -254,12 +266,22 @@ def django_sdist(tmp_path_factory):
     return django_sdists, runner, inst, gold
 
 
-def test_django_sdist_runs_as_swebench_runs_it(django_sdist):
+def test_django_sdist_runs_as_swebench_runs_it(django_sdist, monkeypatch):
     bench, runner, inst, gold = django_sdist
+    outputs: list[str] = []  # each sandboxed command's whole output (TestRun.log keeps only its end)
+    real_run = sandbox.run
+
+    def keeping(*args, **kwargs):
+        result = real_run(*args, **kwargs)
+        outputs.append(result.stdout + result.stderr)
+        return result
+
+    monkeypatch.setattr(sandbox, "run", keeping)
     spec = EnvSpec.from_json(inst.environment)
     assert spec is not None and (spec.runner, spec.python) == ("django", "3.11")
     assert "asgiref>=3.7.0" in spec.requirements or any(r.startswith("asgiref") for r in spec.requirements)
     base = runner.run(TestJob(inst, "", "base"))
+    log = outputs[-1]  # the test run's, after any build
     if base.status == "env_failed":
         pytest.skip(f"Django {DJANGO}'s environment could not be built here: {base.reason}")
     assert base.status == "ok", (base.reason, base.log)
@@ -269,8 +291,8 @@ def test_django_sdist_runs_as_swebench_runs_it(django_sdist):
     assert base.outcomes[twice] == "error" and base.outcomes[bench.DOC] == "error"  # AttributeError at base
     assert len(labelled.pass_to_pass) >= 10
     # each id is what the runner's verbosity-2 log prints before " ... " (SWE-bench's parser's key)
-    shown = [t for t in labelled.pass_to_pass if f"{t} ... ok" in base.log]
-    assert shown and all(f"{t} ... ok" in base.log for t in shown)
+    missing = [t for t in labelled.pass_to_pass if f"{t} ... ok" not in log]
+    assert not missing, missing
     assert runner.run(TestJob(labelled, gold, "gold")).resolved is True
     assert runner.run(TestJob(labelled, "", "empty")).resolved is False
 
