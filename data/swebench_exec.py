@@ -51,7 +51,9 @@ step installs system packages: named), pre_install (a shell step that is neither
 tox.ini nor one tightening a requirement: pre_install_requirements), install_unsupported,
 no_test_patch (none in the row, none matched), and the mining reasons (data/mining/extract.py:
 unknown_commit, patch_mismatch, ...). The version, when the row has none: the repository's
-version file at the commit (infer_version), else its newest release tag (release_tag).
+version file at the commit (infer_version), else its newest release tag (release_tag; astropy's
+main branch carries "v5.1.dev" tags), named as the specs name it (astropy's "v5.3"), or, for a
+line the specs do not list, the newest listed below it (noted `version_nearest_spec`).
 
 Rows without a test patch (SWE-bench Lite's, `requests_lite.jsonl`) get one from a mined PR of
 the same base commit whose patch is the row's (`--test-patches`: data.build output of that
@@ -161,8 +163,27 @@ def release_tag(repo: Repo, commit: str) -> str | None:
     next-dev version keeps the last tag's), and the build is given it as its version
     (EnvSpec.version; a git archive has no history to read it from)."""
     described = repo.run("describe", "--tags", "--abbrev=0", commit, check=False).decode().strip()
-    m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc)\d+|\.dev\d+|\.post\d+)?)", described)  # "7.0.0.dev0"
+    # "7.0.0.dev0"; astropy tags its main branch "v5.1.dev" when 5.1 starts there
+    m = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc)\d+|\.dev\d*|\.post\d+)?)", described)
     return m.group(1) if m else None
+
+
+def _numeric(version: str) -> tuple[int, ...] | None:
+    return tuple(int(p) for p in version.lstrip("v").split(".")) if re.fullmatch(r"v?\d+(\.\d+)*", version) else None
+
+
+def spec_version(version: str, known: set[str]) -> tuple[str, bool] | None:
+    """The specs' name for a release line read from the tags, and whether it is the line itself:
+    "5.3" is astropy's spec "v5.3" (SWE-bench's version there kept the tag's v); a line the specs
+    do not list takes the newest listed one below it (astropy's "6.0.dev" rows get 5.3's spec:
+    SWE-bench versioned astropy's rows by released versions, which lag the dev tag). None when
+    no listed version is below it."""
+    for name in (version, f"v{version}"):
+        if name in known:
+            return name, False
+    target = _numeric(version)
+    below = [(n, v) for v in known if (n := _numeric(v)) and target and n < target]
+    return (max(below)[1], True) if below else None
 
 
 def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str, Any]:
@@ -421,9 +442,9 @@ class Converter:
                 version = inferred if inferred in known else None  # else the repository's one spec, if one
                 notes += ["version_from_clone"] if version else []
             release = release_tag(repo, row["base_commit"]) if version is None else None
-            if version is None and release and (tagged := ".".join(release.split(".")[:2])) in known:
-                version = tagged
-                notes.append("version_from_tags")
+            if version is None and release and (tagged := spec_version(".".join(release.split(".")[:2]), known)):
+                version = tagged[0]
+                notes += ["version_from_tags", *(["version_nearest_spec"] if tagged[1] else [])]
             spec = spec_for(self.specs, row["repo"], version)
             created = (
                 row.get("created_at")

@@ -63,6 +63,15 @@ or prints, is hostile; setup.py and a PEP 517 build backend are its code):
                     importlib.metadata and finds its rules by entry point, as after
                     SWE-bench's `pip install -e .`), the code is only the snapshot's
 
+Compiled modules (astropy's C and Cython extensions; SWE-bench's `pip install -e .` builds them
+in its testbed): the `*.so` files the sandboxed build left in a package the snapshot has are
+copied (regular files, bounded) into `products/<key>-<snapshot>` beside the environments, and
+every run mounts that folder read-only over the snapshot (sandbox.run's `layers`). The cache
+key reads the dependency files only, so commits that share an environment do not share these:
+each further snapshot's modules are built when first asked for, in the sandbox, the same way,
+and kept (Environment.built_s counts that build). The modules are the base commit's: a patch
+that changes a C source is not rebuilt, as SWE-bench's evaluation does not rebuild either.
+
 The snapshot must be owned by the sandbox's user (snapshots.py makes it so): the build writes
 into it through the overlay. What a build needs from the network beyond its static build
 requirements (setup_requires fetched at build time) is not there: the sandbox has none. The
@@ -166,6 +175,10 @@ _LISTED_BYTES, _LISTED_MAX = 1 << 20, 2000  # the requirements' JSON
 _METADATA_BYTES, _METADATA_DEPTH = 16 << 20, 4  # the .dist-info folder copied into site-packages
 # The build's version modules the runs add to the snapshot (_generated_versions), in the env.
 GENERATED, _GENERATED_MAX, _GENERATED_BYTES = "generated.json", 20, 64 << 10
+# A build that compiled extension modules (astropy's C and Cython): the marker in the
+# environment, what a compiled module's name ends with, and the bounds on what is kept of them.
+COMPILED, _EXTENSION_SUFFIXES = "compiled", (".so",)
+_PRODUCTS_FILES, _PRODUCTS_BYTES = 5000, 1 << 30
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
 # Run in the sandbox by the venv's python (-I: neither the snapshot nor the build's output is on
 # its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
@@ -268,6 +281,7 @@ class Environment:
     key: str = "host"
     built_s: float = 0.0  # seconds this call spent building (0 when cached)
     generated: dict[str, str] = field(default_factory=dict)  # snapshot path -> a version module the build wrote
+    layers: tuple[str, ...] = ()  # read-only folders over the snapshot: its compiled modules (build products)
 
     @staticmethod
     def read_generated(target: Path) -> dict[str, str]:
@@ -330,11 +344,48 @@ class Environments:
         if key not in self._ready:  # a built environment never changes: its prefix and files read once
             self._ready[key] = ((str(target), _base_prefix(str(python))), Environment.read_generated(target))
         ro, generated = self._ready[key]
-        return Environment(str(python), ro, variables, key, built, generated)
+        layers: tuple[str, ...] = ()
+        if snapshot is not None and (target / COMPILED).is_file():
+            start = time.monotonic()
+            layers = (str(self._products(spec, snapshot, key, target)),)
+            built += time.monotonic() - start
+        return Environment(str(python), ro, variables, key, built, generated, layers)
+
+    def products_path(self, key: str, snapshot: Path) -> Path:
+        """Where the compiled modules of `snapshot` built in environment `key` live: one folder
+        per (environment, snapshot), since the cache key reads the dependency files only and
+        two commits that share them differ in their C sources. A snapshot is named by its path:
+        snapshots.py's are content-addressed and never change once in place."""
+        where = hashlib.sha256(str(snapshot.resolve()).encode()).hexdigest()[:16]
+        return self.root / "products" / f"{key}-{where}"
+
+    def _products(self, spec: EnvSpec, snapshot: Path, key: str, target: Path) -> Path:
+        """The snapshot's compiled extension modules (build products), built once per
+        (environment, snapshot) in the sandbox as the environment's own build was, kept beside
+        the environment and mounted read-only over the snapshot in every run: what SWE-bench's
+        `pip install -e .` (a build in place) leaves in its testbed."""
+        dest = self.products_path(key, snapshot)
+        if dest.is_dir():
+            return dest
+        with locked(dest):
+            if not dest.is_dir():  # built by another runner meanwhile
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with tempfile.TemporaryDirectory(prefix=f".{dest.name}.build-", dir=dest.parent) as out:
+                    python = str(target / "bin" / "python")
+                    self._sandboxed_pip(python, spec, snapshot, target, Path(out))
+                    _keep_products(Path(out), snapshot, spec.pythonpath, dest)
+        return dest
 
     def _build(self, spec: EnvSpec, snapshot: Path | None, target: Path) -> None:
-        interpreter = find_python(spec.python)
         tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            self._build_into(spec, snapshot, target, tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing on disk
+            raise
+
+    def _build_into(self, spec: EnvSpec, snapshot: Path | None, target: Path, tmp: Path) -> None:
+        interpreter = find_python(spec.python)
         shutil.rmtree(tmp, ignore_errors=True)
         self._tool([*_UV, "venv", "--quiet", "--python", interpreter, str(tmp)], "venv")
         python = str(tmp / "bin" / "python")
@@ -353,6 +404,11 @@ class Environments:
                 _install_metadata(Path(out), site)  # the code under test is the snapshot on PYTHONPATH
                 generated = _generated_versions(Path(out), snapshot, spec.pythonpath)
                 (tmp / GENERATED).write_text(json.dumps(generated, sort_keys=True))
+                # A build that compiled modules: this snapshot's are kept now, any other
+                # snapshot's are built when first asked for (_products).
+                products = self.products_path(target.name, snapshot)
+                if _keep_products(Path(out), snapshot, spec.pythonpath, products):
+                    (tmp / COMPILED).write_text(products.name)
         if not uv_compiles(spec.python):  # as pip would at install: packages of the index, compiled, never run
             (site,) = tmp.glob("lib/python*/site-packages")
             subprocess.run(
@@ -369,11 +425,7 @@ class Environments:
         requirements for the spec's extras, checked. The venv is mounted read-only: what the
         build leaves can never be run on the host (uv runs the venv's python to query it)."""
         python = str(venv / "bin" / "python")
-        os.chown(out, NOBODY, NOBODY)
-        own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
-        pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
-        ro = (str(venv), _base_prefix(python))
-        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)", spec.version)
+        ro = self._sandboxed_pip(python, spec, snapshot, venv, out)
         listed = self._sandboxed(
             [python, "-I", "-c", _REQUIRES, str(out), *spec.extras],
             snapshot,
@@ -382,6 +434,16 @@ class Environments:
             "read the snapshot's requirements (in the sandbox)",
         )
         return _requirements(listed, "the snapshot's requirements")
+
+    def _sandboxed_pip(self, python: str, spec: EnvSpec, snapshot: Path, venv: Path, out: Path) -> tuple[str, ...]:
+        """The venv's pip builds and installs the snapshot into `out`, in the sandbox; returns
+        the read-only paths it ran with."""
+        os.chown(out, NOBODY, NOBODY)
+        own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
+        pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
+        ro = (str(venv), _base_prefix(python))
+        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)", spec.version)
+        return ro
 
     def _sandboxed(
         self, argv: list[str], snapshot: Path, ro: tuple[str, ...], out: Path, what: str, version: str | None = None
@@ -536,6 +598,55 @@ def _generated_versions(out: Path, snapshot: Path, pythonpath: tuple[str, ...]) 
             with os.fdopen(fd, "rb") as f:
                 found[rel] = f.read(_GENERATED_BYTES).decode("utf-8", "replace")
     return found
+
+
+def _keep_products(out: Path, snapshot: Path, pythonpath: tuple[str, ...], dest: Path) -> bool:
+    """Copy the compiled extension modules the build left in `out` (`*.so`, in a package the
+    snapshot has) to `dest` at their snapshot paths, and say whether there were any (none:
+    nothing is written). `out` was written by the snapshot's code: regular files only, folders
+    walked without following a link, at most _PRODUCTS_FILES files and _PRODUCTS_BYTES in all.
+    Written to a temporary folder renamed into place, readable by the sandbox's user."""
+    root = pythonpath[0] if pythonpath else "."
+    found: list[tuple[str, str]] = []  # (snapshot path, file in out)
+    for folder, folders, names in os.walk(out):  # followlinks=False: a linked folder is not entered
+        rel_folder = Path(folder).relative_to(out)
+        if rel_folder.parts and rel_folder.parts[0].endswith((".dist-info", ".egg-info", ".data")):
+            folders.clear()
+            continue
+        for name in sorted(names):
+            source = Path(folder) / name
+            if not name.endswith(_EXTENSION_SUFFIXES) or not stat.S_ISREG(source.lstat().st_mode):
+                continue
+            rel = str(PurePosixPath(root, *rel_folder.parts, name)) if root not in ("", ".") else str(rel_folder / name)
+            if rel_folder.parts and (snapshot / root / rel_folder.parts[0]).is_dir():  # the snapshot's own package
+                found.append((rel, str(source)))
+    if not found:
+        return False
+    if len(found) > _PRODUCTS_FILES:
+        raise EnvironmentFailed(f"the snapshot's build: {len(found)} compiled modules, over {_PRODUCTS_FILES}")
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    total = 0
+    try:
+        for rel, built in found:
+            fd = os.open(built, os.O_RDONLY | os.O_NOFOLLOW)
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with os.fdopen(fd, "rb") as f, target.open("wb") as w:
+                while chunk := f.read(1 << 20):
+                    total += len(chunk)
+                    if total > _PRODUCTS_BYTES:
+                        raise EnvironmentFailed(
+                            f"the snapshot's build: compiled modules over {_PRODUCTS_BYTES >> 20} MiB"
+                        )
+                    w.write(chunk)
+        for path in [tmp, *tmp.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return True
 
 
 def _install_metadata(out: Path, site: Path) -> None:

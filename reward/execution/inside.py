@@ -12,8 +12,9 @@ this process stays root, only the command it starts is nobody.
        lowest server port up (ip_unprivileged_port_start is per network namespace);
     2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
        writable ones of `rw_paths`, the snapshot at `workdir` as an overlay whose writes land
-       in a size-limited tmpfs, the run's `changes` written into it (as root, before anything
-       of the repository runs; each path through data/paths.py, no link followed), tmpfs /tmp
+       in a size-limited tmpfs (lower layers: `layers`, e.g. compiled modules, over the
+       snapshot), the run's `changes` written into it (as root, before anything of the
+       repository runs; each path through data/paths.py, no link followed), tmpfs /tmp
        and /dev/shm, a minimal /dev, a /proc of this PID namespace; with `servers`, a hosts
        file of its own bound over the root's /etc/hosts (the servers' names first, then the
        host's lines);
@@ -110,7 +111,7 @@ def build_root(spec: dict) -> Path:
     os.chown(upper / "data", spec["uid"], spec["uid"])
     work = root / spec["workdir"].lstrip("/")
     work.mkdir(parents=True, exist_ok=True)
-    lower = spec["snapshot"]
+    lower = ":".join([*spec.get("layers", ()), spec["snapshot"]])  # the build's products over the commit's files
     _mount("overlay", work, "overlay", 0, f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}")
     _apply_changes(_load_paths(spec["paths_module"]), spec["changes"], work, spec["uid"])  # before any repo code
     (root / "dev").mkdir()

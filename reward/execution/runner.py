@@ -214,6 +214,7 @@ class Runner:
             limits=self.limits,
             loopback=spec.network == "loopback",
             servers=servers,
+            layers=env.layers,
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}

@@ -190,13 +190,15 @@ def run(
     loopback: bool = False,
     rw_paths: Sequence[str | Path] = (),
     servers: Sequence[Server] = (),
+    layers: Sequence[str | Path] = (),
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
     interpreter's prefix, the environment); `rw_paths` the same, writable (what the code writes
     there outlives it: only a directory the caller owns and reads back as hostile, e.g. an
     environment build's output). `env` is the whole environment of the command; `servers`
-    run beside it on the sandbox's own loopback (Server)."""
+    run beside it on the sandbox's own loopback (Server). `layers` are folders laid read-only
+    over the snapshot, the first topmost (an environment's build products: compiled modules)."""
     why = available()
     if why is not None:
         raise SandboxUnavailable(why)
@@ -210,6 +212,7 @@ def run(
         "argv": list(argv),
         "env": dict(env or {}),
         "snapshot": str(snapshot),
+        "layers": [str(p) for p in layers],
         # Contents as JSON strings (lone surrogates escaped): written by PID 1 with surrogateescape.
         "changes": dict(changes or {}),
         "paths_module": str(Path(paths.__file__).resolve()),

@@ -8,7 +8,14 @@ import subprocess
 import pytest
 
 from data.git.repo import Repo
-from data.swebench_exec import Drop, matches_gold, mined_test_patch, pre_install_requirements, release_tag
+from data.swebench_exec import (
+    Drop,
+    matches_gold,
+    mined_test_patch,
+    pre_install_requirements,
+    release_tag,
+    spec_version,
+)
 
 
 def _diff(path: str, old: str, new: str) -> str:
@@ -88,14 +95,24 @@ def test_pre_install_steps_become_requirements_or_a_named_drop():
 def test_release_tag_is_the_newest_release_a_commit_descends_from(tmp_path):
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    for n, tag in ((1, "4.4.0"), (2, "v4.5.0"), (3, None), (4, "7.0.0.dev0"), (5, "not-a-release")):
+    tags = ((1, "4.4.0"), (2, "v4.5.0"), (3, "v5.1.dev"), (4, "7.0.0.dev0"), (5, "not-a-release"))
+    for n, tag in tags:
         (tmp_path / "f").write_text(str(n))
         subprocess.run([*git, "add", "f"], check=True)
         subprocess.run([*git, "commit", "-qm", str(n)], check=True)
         if tag:
             subprocess.run([*git, "tag", tag], check=True)
     with Repo(str(tmp_path)) as repo:
-        assert release_tag(repo, "HEAD~2") == "4.5.0"
+        assert release_tag(repo, "HEAD~3") == "4.5.0"
+        assert release_tag(repo, "HEAD~2") == "5.1.dev"  # astropy's main branch: 5.1 starts here
         assert release_tag(repo, "HEAD~4") == "4.4.0"
         assert release_tag(repo, "HEAD~1") == "7.0.0.dev0"  # setuptools_scm's next-dev tag: 7.0
         assert release_tag(repo, "HEAD") is None  # a tag that names no release
+
+
+def test_a_tagged_release_line_takes_the_specs_name_for_it_or_the_newest_listed_below():
+    known = {"4.3", "5.1", "5.2", "v5.3"}  # astropy's specs keep SWE-bench's "v5.3"
+    assert spec_version("5.1", known) == ("5.1", False)
+    assert spec_version("5.3", known) == ("v5.3", False)
+    assert spec_version("6.0", known) == ("v5.3", True)  # a line the specs lack: the newest below, noted
+    assert spec_version("4.2", known) is None  # nothing listed below it

@@ -193,3 +193,56 @@ def test_a_version_module_behind_a_link_the_build_made_is_not_read(tmp_path):
     (out / "real" / "_version.py").write_text("version = '1.0'\n")
     (out / "real" / "linked_version.py").symlink_to(host / "secret_version.py")
     assert _generated_versions(out, snapshot, (".",)) == {"real/_version.py": "version = '1.0'\n"}
+
+
+EXT_SETUP_PY = """
+from setuptools import Extension, setup
+
+setup(name="widget", version="1.0", packages=["widget"], ext_modules=[Extension("widget._speed", ["widget/_speed.c"])])
+"""
+EXT_C = """
+#include <Python.h>
+static PyObject *answer(PyObject *self, PyObject *args) {{ return PyLong_FromLong({value}); }}
+static PyMethodDef methods[] = {{{{"answer", answer, METH_NOARGS, ""}}, {{NULL, NULL, 0, NULL}}}};
+static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "_speed", NULL, -1, methods}};
+PyMODINIT_FUNC PyInit__speed(void) {{ return PyModule_Create(&module); }}
+"""
+
+
+def _compiled_snapshot(tmp_path: Path, name: str, value: int) -> Path:
+    snapshot, _ = _snapshot(tmp_path / name, [])
+    (snapshot / "setup.py").write_text(EXT_SETUP_PY)
+    (snapshot / "widget" / "_speed.c").write_text(EXT_C.format(value=value))
+    for path in [snapshot, *snapshot.rglob("*")]:
+        os.lchown(path, NOBODY, NOBODY)
+    return snapshot
+
+
+def test_compiled_modules_are_built_once_per_snapshot_and_laid_over_it_read_only(tmp_path):
+    """astropy's C and Cython: SWE-bench's `pip install -e .` compiles them into its testbed.
+    Here the sandboxed build's modules are kept per (environment, snapshot) and mounted over the
+    snapshot; two commits that share their setup.py share the environment, not the modules."""
+    first, second = _compiled_snapshot(tmp_path, "a", 42), _compiled_snapshot(tmp_path, "b", 43)
+    spec = EnvSpec(python="3.11", install="snapshot")
+    envs = Environments(tmp_path / "envs")
+    probe = "import widget._speed as s; print(s.answer(), s.__file__.startswith('/testbed/widget/_speed'))"
+    answers = []
+    for snapshot in (first, second):
+        env = envs.ensure(spec, snapshot)
+        assert len(env.layers) == 1 and sorted(p.name for p in (snapshot / "widget").iterdir()) == [
+            "__init__.py",
+            "_speed.c",
+        ]  # the snapshot on disk stays the commit's
+        result = sandbox.run(
+            [env.python, "-c", probe], snapshot=snapshot, ro_paths=env.ro_paths, env=env.variables, layers=env.layers
+        )
+        assert result.returncode == 0, result.stderr
+        answers.append((env.key, result.stdout.split()))
+        write = "open('/testbed/widget/' + __import__('os').listdir('/testbed/widget')[0], 'a')"
+        denied = sandbox.run([env.python, "-c", write], snapshot=snapshot, ro_paths=env.ro_paths, layers=env.layers)
+        assert denied.returncode == 0  # writes land in the run's overlay, never in the kept modules
+    assert answers[0][0] == answers[1][0] and envs.builds == 1  # one environment
+    assert [a[1] for a in answers] == [["42", "True"], ["43", "True"]]  # each commit its own modules
+    kept = sorted(p.relative_to(envs.root / "products") for p in (envs.root / "products").rglob("*.so"))
+    assert len(kept) == 2 and all(p.parts[1:2] == ("widget",) for p in kept)
+    assert Environments(tmp_path / "envs").ensure(spec, second).layers == env.layers  # cached: no rebuild
