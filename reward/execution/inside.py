@@ -198,9 +198,9 @@ def _accepting(proc: subprocess.Popen, port: int, start_s: float) -> str | None:
 
 
 def _load_paths(path: str) -> ModuleType:
-    """data/paths.py, the project's one rule for a patch's paths (this script runs without the
-    project on sys.path)."""
-    spec = importlib.util.spec_from_file_location("swe_rl_paths", path)
+    """data/paths.py, the project's one rule for a patch's paths, or session_inside.py, by path
+    (this script runs without the project on sys.path), before the chroot hides them."""
+    spec = importlib.util.spec_from_file_location(f"swe_rl_{Path(path).stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -276,6 +276,11 @@ def main(spec_path: str) -> int:
     # Opened before the chroot in the scratch folder and unlinked: the command cannot name them.
     # Open until PID 1 exits, as the servers are (no context manager).
     logs = [tempfile.TemporaryFile(dir=spec["scratch"]) for _ in servers]  # noqa: SIM115
+    # A session reads the overlay's upper folder (its changes) through this descriptor: after
+    # the chroot no path names it.
+    upper = os.open(Path(spec["scratch"]) / "upper" / "data", os.O_RDONLY | os.O_DIRECTORY) if "session" in spec else -1
+    serving = _load_paths(str(Path(__file__).with_name("session_inside.py"))) if "session" in spec else None
+    paths = _load_paths(spec["paths_module"]) if serving else None
     os.chroot(root)
     os.chdir("/")
     if failed is None:
@@ -284,6 +289,9 @@ def main(spec_path: str) -> int:
         print(f"sandbox: {failed}", file=sys.stderr)
         _send(spec["report_fd"], b"S" + failed.encode("utf-8", "replace"))
         return 125
+    if serving is not None:  # many commands, one at a time, on the host's requests (session_inside.py)
+        keep = {int(name) for name in os.listdir("/proc") if name.isdigit() and name != "1"}  # the servers
+        return int(serving.serve(spec, paths, _limit, keep, upper))
     read_fd, write_fd = os.pipe()
     try:
         child = subprocess.Popen(

@@ -157,7 +157,7 @@ def _cgroups(limits: Limits) -> list[Path]:
     return made
 
 
-def _remove_cgroups(paths: list[Path]) -> bool:
+def remove_cgroups(paths: list[Path]) -> bool:
     """Kill whatever is left in the run's cgroups and remove them; True if the OOM killer ran."""
     oom = False
     for path in paths:
@@ -176,6 +176,70 @@ def _remove_cgroups(paths: list[Path]) -> bool:
         with contextlib.suppress(OSError):
             path.rmdir()
     return oom
+
+
+def prepare(
+    argv: Sequence[str],
+    snapshot: Path,
+    changes: Mapping[str, str | None] | None,
+    ro_paths: Sequence[str | Path],
+    env: Mapping[str, str] | None,
+    limits: Limits,
+    workdir: str,
+    loopback: bool,
+    rw_paths: Sequence[str | Path],
+    servers: Sequence[Server],
+    layers: Sequence[str | Path],
+) -> tuple[Path, list[Path], dict[str, Any], list[str]]:
+    """What run() and a Session (session.py) share: the scratch folder (mode 0700), the run's
+    cgroups, PID 1's spec (written by the caller once it adds its descriptors) and the command
+    that starts PID 1 in its namespaces. The caller removes the cgroups and the scratch folder."""
+    why = available()
+    if why is not None:
+        raise SandboxUnavailable(why)
+    for rel in changes or {}:
+        repo_path(rel)  # UnsafePath: the caller let a path through that names no repository file
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
+    (scratch / "root").mkdir()
+    cgroups = _cgroups(limits)
+    spec = {
+        "argv": list(argv),
+        "env": dict(env or {}),
+        "snapshot": str(snapshot),
+        "layers": [str(p) for p in layers],
+        # Contents as JSON strings (lone surrogates escaped): written by PID 1 with surrogateescape.
+        "changes": dict(changes or {}),
+        "paths_module": str(Path(paths.__file__).resolve()),
+        "ro_paths": [str(p) for p in (*ro_paths, *(p for server in servers for p in server.ro_paths))],
+        "rw_paths": [str(p) for p in rw_paths],
+        "scratch": str(scratch),
+        "workdir": workdir,
+        "limits": asdict(limits),
+        "cgroups": [str(p / "cgroup.procs") for p in cgroups],
+        "uid": NOBODY,
+        "loopback": loopback or bool(servers),
+        "servers": [{**asdict(server), "env": dict(server.env)} for server in servers],
+    }
+    os.chmod(scratch, 0o700)
+    cmd = [
+        "unshare",
+        "--mount",
+        "--pid",
+        "--net",
+        "--ipc",
+        "--uts",
+        "--kill-child=SIGKILL",
+        "--propagation",
+        "private",
+        # The script by path, isolated (-I) and without site (-S): it needs the standard library
+        # only, and skipping the project's packages and site-packages saves ~60 ms per run.
+        sys.executable,
+        "-I",
+        "-S",
+        str(Path(__file__).with_name("inside.py")),
+        str(scratch / "spec.json"),
+    ]
+    return scratch, cgroups, spec, cmd
 
 
 def run(
@@ -199,54 +263,12 @@ def run(
     environment build's output). `env` is the whole environment of the command; `servers`
     run beside it on the sandbox's own loopback (Server). `layers` are folders laid read-only
     over the snapshot, the first topmost (an environment's build products: compiled modules)."""
-    why = available()
-    if why is not None:
-        raise SandboxUnavailable(why)
-    for rel in changes or {}:
-        repo_path(rel)  # UnsafePath: the caller let a path through that names no repository file
-    scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
-    (scratch / "root").mkdir()
-    cgroups = _cgroups(limits)
+    scratch, cgroups, spec, cmd = prepare(
+        argv, snapshot, changes, ro_paths, env, limits, workdir, loopback, rw_paths, servers, layers
+    )
     report_read, report_write = os.pipe()
-    spec = {
-        "argv": list(argv),
-        "env": dict(env or {}),
-        "snapshot": str(snapshot),
-        "layers": [str(p) for p in layers],
-        # Contents as JSON strings (lone surrogates escaped): written by PID 1 with surrogateescape.
-        "changes": dict(changes or {}),
-        "paths_module": str(Path(paths.__file__).resolve()),
-        "report_fd": report_write,
-        "ro_paths": [str(p) for p in (*ro_paths, *(p for server in servers for p in server.ro_paths))],
-        "rw_paths": [str(p) for p in rw_paths],
-        "scratch": str(scratch),
-        "workdir": workdir,
-        "limits": asdict(limits),
-        "cgroups": [str(p / "cgroup.procs") for p in cgroups],
-        "uid": NOBODY,
-        "loopback": loopback or bool(servers),
-        "servers": [{**asdict(server), "env": dict(server.env)} for server in servers],
-    }
+    spec["report_fd"] = report_write
     (scratch / "spec.json").write_text(json.dumps(spec))
-    os.chmod(scratch, 0o700)
-    cmd = [
-        "unshare",
-        "--mount",
-        "--pid",
-        "--net",
-        "--ipc",
-        "--uts",
-        "--kill-child=SIGKILL",
-        "--propagation",
-        "private",
-        # The script by path, isolated (-I) and without site (-S): it needs the standard library
-        # only, and skipping the project's packages and site-packages saves ~60 ms per run.
-        sys.executable,
-        "-I",
-        "-S",
-        str(Path(__file__).with_name("inside.py")),
-        str(scratch / "spec.json"),
-    ]
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -263,7 +285,7 @@ def run(
         os.close(report_write)  # PID 1 holds the only copy now: EOF when it is gone
     with open(report_read, "rb", buffering=0) as report_pipe:
         out, err, relayed, killed = _collect(proc, report_pipe, limits, start)
-    oom = _remove_cgroups(cgroups)
+    oom = remove_cgroups(cgroups)
     shutil.rmtree(scratch, ignore_errors=True)
     if killed is None and oom:
         killed = "memory"

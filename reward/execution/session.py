@@ -1,0 +1,306 @@
+"""A sandbox session: one sandbox that lives for an agent's episode and runs many commands.
+
+`sandbox.run` starts a sandbox per command (~110 ms: namespaces, a root of ~25 mounts, PID 1's
+interpreter). An agent runs tens of commands per episode on one tree, so a Session starts the
+sandbox once, with the same containment (sandbox.py's table holds for every command: nobody, no
+network but its own loopback where asked, cgroup memory and pids caps, rlimits per command, the
+snapshot under an overlay whose writes land in a tmpfs) and keeps it: the files persist across
+the episode's commands; each command is a fresh `bash -c` with its own time limit and output
+cap, and every process it left is killed when it ends (no shell state, no background job
+outlives a command: mini-swe-agent's design). Closing the session (or losing its host process)
+ends PID 1 and, with it, everything in the namespace.
+
+Protocol (PID 1's side: session_inside.py): one JSON request per line on a pipe only PID 1
+reads; one length-prefixed JSON answer per request on a pipe only PID 1 writes. The commands
+never hold either. What comes back is hostile text: bounded (`answer_bytes`), decoded here.
+
+The episode's patch is `patch()`: the diff of the session's tree against the snapshot, built on
+the host from the overlay's upper folder (files written, deleted, or in a folder made again).
+Left out, and listed in `Changes.left_out` with why: links, binary files (not UTF-8 or with a
+NUL byte), files over `file_bytes`, and the byproducts of running code (IGNORED: bytecode,
+caches) that no `git diff` would show. A file written back with the snapshot's content is no
+change. The harness's own files of the run (the environment's version modules) are not the
+agent's: they are left out when unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import Any
+
+from data.patching import unified_diff
+from data.paths import path_problem, read_beneath, repo_path
+from reward.execution import sandbox
+from reward.execution.environments import Environment
+
+# Byproducts of running the code, never part of a patch (what a repository's .gitignore lists).
+IGNORED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".hypothesis", ".tox", ".eggs", ".ruff_cache"})
+IGNORED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
+
+
+class SessionFailed(RuntimeError):
+    """The session's sandbox did not start or stopped answering: an infrastructure failure,
+    never the policy's."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int  # the command's status; negative: killed by that signal (a timeout: -9)
+    output: str  # stdout and stderr together, as they came, at most output_bytes of them
+    timed_out: bool
+    truncated: bool  # more output came than was kept
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Changes:
+    files: dict[str, str | None]  # path -> new content (None: deleted), the agent's changes only
+    left_out: dict[str, str] = field(default_factory=dict)  # path -> why it is not in the patch
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    # Per command (cpu_s, file_mb, open_files) and for the whole session (memory_mb, pids);
+    # wall_s is unused: each command has its own timeout_s.
+    sandbox: sandbox.Limits = field(default_factory=sandbox.Limits)
+    answer_bytes: int = 64 << 20  # largest answer read from PID 1
+    file_bytes: int = 1 << 20  # largest file a patch may hold
+    total_bytes: int = 16 << 20  # all of a patch's files together
+    start_s: float = 30.0  # PID 1 must be ready within this
+    margin_s: float = 10.0  # past a command's own limit, PID 1 must have answered
+
+
+def ignored(rel: str) -> bool:
+    parts = PurePosixPath(rel).parts
+    return any(p in IGNORED_DIRS or p.endswith(IGNORED_SUFFIXES) for p in parts)
+
+
+class Session:
+    """A live sandbox over `snapshot` with `env` (Environments.ensure); a context manager."""
+
+    def __init__(
+        self,
+        snapshot: Path,
+        env: Environment,
+        *,
+        limits: SessionLimits = SessionLimits(),
+        loopback: bool = False,
+        servers: Sequence[sandbox.Server] = (),
+        extra_ro: Sequence[str] = (),
+    ) -> None:
+        self.snapshot, self.env, self.limits = snapshot, env, limits
+        start = time.monotonic()
+        self._scratch, self._cgroups, spec, cmd = sandbox.prepare(
+            ["session"],
+            snapshot,
+            env.generated,
+            (*env.ro_paths, *extra_ro),
+            env.variables,
+            limits.sandbox,
+            "/testbed",
+            loopback,
+            (),
+            servers,
+            env.layers,
+        )
+        request_read, self._requests = os.pipe()
+        self._answers, answer_write = os.pipe()
+        spec["session"] = {"request_fd": request_read, "answer_fd": answer_write}
+        spec["report_fd"] = -1
+        (self._scratch / "spec.json").write_text(json.dumps(spec))
+        self._stopped = False
+        # PID 1's own messages (why it could not build the root), read when it fails.
+        self._stderr = (self._scratch / "stderr").open("w+b")
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+                start_new_session=True,
+                cwd=self._scratch,
+                env={},
+                pass_fds=(request_read, answer_write),
+            )
+        except OSError as exc:
+            self._stderr.close()
+            self._cleanup()
+            raise SessionFailed(f"the session's sandbox did not start: {exc}") from None
+        finally:
+            os.close(request_read)
+            os.close(answer_write)
+        self._read_answer(limits.start_s, "start")
+        self.start_s = time.monotonic() - start
+
+    # -- requests -----------------------------------------------------------------------------
+    def run(self, command: str, timeout_s: float, output_bytes: int) -> CommandResult:
+        """Run `command` with bash in the tree's root; it and all it started end within timeout_s."""
+        answer = self._ask({"op": "run", "command": command, "timeout_s": timeout_s, "output_bytes": output_bytes})
+        return CommandResult(
+            int(answer["exit_code"]),
+            str(answer["output"]),
+            bool(answer["timed_out"]),
+            bool(answer["truncated"]),
+            float(answer.get("seconds", 0.0)),
+        )
+
+    def read(self, path: str) -> str | None:
+        """The file at `path` in the session's tree now (None: absent or not a file)."""
+        data = self._ask({"op": "read", "path": repo_path(path)})["data"]
+        return None if data is None else base64.b64decode(data).decode("utf-8", "surrogateescape")
+
+    def write(self, changes: Mapping[str, str | None]) -> None:
+        """Write (None: delete) files of the session's tree, as the sandbox's user."""
+        encoded = {
+            repo_path(rel): None if text is None else base64.b64encode(text.encode("utf-8", "surrogateescape")).decode()
+            for rel, text in changes.items()
+        }
+        self._ask({"op": "write", "changes": encoded})
+
+    def changes(self) -> Changes:
+        """The agent's changes to the snapshot's files (module docstring: what is left out)."""
+        limits = self.limits
+        raw = self._ask({"op": "changes", "file_bytes": limits.file_bytes, "total_bytes": limits.total_bytes})
+        files: dict[str, str | None] = {}
+        left_out = {rel: str(why) for rel, why in raw["other"].items() if not ignored(rel)}
+        for rel, encoded in raw["files"].items():
+            if ignored(rel) or (problem := path_problem(rel)) is not None:
+                left_out.update({} if ignored(rel) else {rel: f"not a repository path: {problem}"})
+                continue
+            data = base64.b64decode(encoded)
+            if data == self._original(rel):
+                continue  # written back as it was, or only copied up (a mode change)
+            if b"\0" in data:
+                left_out[rel] = "a binary file"
+                continue
+            try:
+                files[rel] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                left_out[rel] = "not UTF-8 text"
+        gone = [rel for rel in raw["deleted"] if not ignored(rel)]
+        for folder in raw["opaque"]:  # a folder deleted and made again: what upper lacks is gone
+            base = self.snapshot / folder
+            if base.is_dir() and not base.is_symlink():
+                for path in base.rglob("*"):
+                    rel = str(path.relative_to(self.snapshot))
+                    if path.is_file() and not path.is_symlink() and rel not in raw["files"]:
+                        gone.append(rel)
+        for rel in gone:
+            if self._original(rel) is not None:  # a whiteout over a folder, or a file made and removed
+                files[rel] = None
+        for rel, text in self.env.generated.items():  # the harness's own files of the run
+            if files.get(rel) == text:
+                del files[rel]
+        return Changes(files, left_out)
+
+    def patch(self) -> tuple[str, Changes]:
+        """The episode's patch: a git-style diff of the tree against the snapshot."""
+        changes = self.changes()
+        parts = []
+        for rel, new in sorted(changes.files.items()):
+            old = self._original(rel)
+            parts.append(unified_diff(rel, None if old is None else old.decode("utf-8", "replace"), new))
+        return "".join(parts), changes
+
+    def close(self) -> None:
+        """End the session: PID 1 exits, the kernel ends everything else in the namespace."""
+        if not self._stopped and self._proc.poll() is None:
+            with contextlib.suppress(OSError, SessionFailed):
+                self._send({"op": "close"})
+                self._read_answer(5.0, "close")
+        self._stop()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _original(self, rel: str) -> bytes | None:
+        """The file as the run started: the products layer over the snapshot."""
+        for layer in (*self.env.layers, str(self.snapshot)):
+            with contextlib.suppress(ValueError):  # a link in the snapshot: not a file of it
+                data = read_beneath(layer, rel)
+                if data is not None:
+                    return data
+        return None
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._stopped:
+            raise SessionFailed(f"session {request['op']}: the session is closed")
+        self._send(request)
+        wait = float(request.get("timeout_s", 0.0)) + self.limits.margin_s + 60.0 * (request["op"] == "changes")
+        answer = self._read_answer(wait, request["op"])
+        if "error" in answer:
+            raise SessionFailed(f"session {request['op']}: {answer['error']}")
+        return answer
+
+    def _send(self, request: dict[str, Any]) -> None:
+        data = (json.dumps(request) + "\n").encode()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._requests, view) :]
+        except BrokenPipeError:
+            self._fail("the session's sandbox is gone")
+
+    def _read_answer(self, wait_s: float, what: str) -> dict[str, Any]:
+        deadline = time.monotonic() + wait_s
+        header = self._read_exactly(8, deadline, what)
+        (size,) = struct.unpack(">Q", header)
+        if size > self.limits.answer_bytes:
+            self._fail(f"{what}: an answer of {size} bytes, over {self.limits.answer_bytes}")
+        answer: dict[str, Any] = json.loads(self._read_exactly(size, deadline, what))
+        return answer
+
+    def _read_exactly(self, size: int, deadline: float, what: str) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._answers], [], [], remaining)[0]:
+                self._fail(f"{what}: no answer from the session's sandbox in time")
+            chunk = os.read(self._answers, min(1 << 20, size - len(data)))
+            if not chunk:
+                self._fail(f"{what}: the session's sandbox ended")
+            data += chunk
+        return bytes(data)
+
+    def _fail(self, why: str) -> None:
+        err = b""
+        if not self._stopped:
+            self._stderr.seek(0)
+            err = self._stderr.read(4000)
+        self._stop()
+        raise SessionFailed(why + (f": {err.decode('utf-8', 'replace').strip()}" if err else ""))
+
+    def _stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.wait()
+        self._stderr.close()
+        for fd in (self._requests, self._answers):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        sandbox.remove_cgroups(self._cgroups)
+        shutil.rmtree(self._scratch, ignore_errors=True)
