@@ -198,7 +198,7 @@ def _accepting(proc: subprocess.Popen, port: int, start_s: float) -> str | None:
 
 
 def _load_paths(path: str) -> ModuleType:
-    """data/paths.py, the project's one rule for a patch's paths, or session_inside.py, by path
+    """data/paths.py, the project's one rule for a patch's paths, or workspace_inside.py, by path
     (this script runs without the project on sys.path), before the chroot hides them."""
     spec = importlib.util.spec_from_file_location(f"swe_rl_{Path(path).stem}", path)
     assert spec is not None and spec.loader is not None
@@ -279,7 +279,7 @@ def main(spec_path: str) -> int:
     # A session reads the overlay's upper folder (its changes) through this descriptor: after
     # the chroot no path names it.
     upper = os.open(Path(spec["scratch"]) / "upper" / "data", os.O_RDONLY | os.O_DIRECTORY) if "session" in spec else -1
-    serving = _load_paths(str(Path(__file__).with_name("session_inside.py"))) if "session" in spec else None
+    serving = _load_paths(str(Path(__file__).with_name("workspace_inside.py"))) if "session" in spec else None
     paths = _load_paths(spec["paths_module"]) if serving else None
     os.chroot(root)
     os.chdir("/")
@@ -289,7 +289,7 @@ def main(spec_path: str) -> int:
         print(f"sandbox: {failed}", file=sys.stderr)
         _send(spec["report_fd"], b"S" + failed.encode("utf-8", "replace"))
         return 125
-    if serving is not None:  # many commands, one at a time, on the host's requests (session_inside.py)
+    if serving is not None:  # many commands, one at a time, on the host's requests (workspace_inside.py)
         keep = {int(name) for name in os.listdir("/proc") if name.isdigit() and name != "1"}  # the servers
         return int(serving.serve(spec, paths, _limit, keep, upper))
     read_fd, write_fd = os.pipe()

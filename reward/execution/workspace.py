@@ -10,7 +10,7 @@ cap, and every process it left is killed when it ends (no shell state, no backgr
 outlives a command: mini-swe-agent's design). Closing the session (or losing its host process)
 ends PID 1 and, with it, everything in the namespace.
 
-Protocol (PID 1's side: session_inside.py): one JSON request per line on a pipe only PID 1
+Protocol (PID 1's side: workspace_inside.py): one JSON request per line on a pipe only PID 1
 reads; one length-prefixed JSON answer per request on a pipe only PID 1 writes. The commands
 never hold either. What comes back is hostile text: bounded (`answer_bytes`), decoded here.
 

@@ -1,4 +1,4 @@
-"""A sandbox session (reward/execution/session.py): many commands on one tree, each a fresh
+"""A sandbox session (reward/execution/workspace.py): many commands on one tree, each a fresh
 process with its own limits; the tree's changes become the episode's patch; what a hostile
 command does is contained and the next command of the same session still works."""
 
@@ -16,7 +16,7 @@ from data.patching import apply_patch
 from reward.execution import sandbox
 from reward.execution.environments import Environments, EnvSpec
 from reward.execution.sandbox import NOBODY
-from reward.execution.session import Session, SessionFailed, SessionLimits
+from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
 

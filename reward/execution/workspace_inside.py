@@ -1,4 +1,4 @@
-"""PID 1's half of a sandbox session (session.py is the host's): requests in, answers out.
+"""PID 1's half of a sandbox session (workspace.py is the host's): requests in, answers out.
 
 Loaded by inside.py by its path once the root is built and chrooted into (standard library
 only; nothing here runs code of the repository as root). The host sends one JSON request per
