@@ -315,6 +315,23 @@ class RayConfig:
 
 
 @dataclass
+class AgentConfig:
+    # Most assistant turns of one episode; the episode ends after the last one.
+    max_turns: int = 20
+    # Consecutive turns without exactly one well-formed action that end the episode.
+    max_format_errors: int = 3
+    # Context limit of an episode in tokens (prompt, turns and observations), enforced by the
+    # engine that generates the turns, not by the turn loop.
+    max_tokens: int = 16384
+    # Wall-clock limit of one episode, checked between turns (a running command is not cut).
+    episode_timeout_s: float = 600.0
+    # Wall-clock limit of one bash command in the sandbox; past it the command is killed.
+    command_timeout_s: float = 60.0
+    # A command's output shown to the policy is cut to this many characters (head and tail).
+    max_observation_chars: int = 8000
+
+
+@dataclass
 class TrainConfig:
     # Where metrics.jsonl, checkpoints and the final Hugging Face export go.
     run_dir: str = "runs/default"
@@ -336,6 +353,9 @@ class TrainConfig:
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     # Which Ray cluster to use.
     ray: RayConfig = field(default_factory=RayConfig)
+    # The agent mode's episodes (actors/agent/): the policy acts over many turns in a sandboxed
+    # copy of the repository.
+    agent: AgentConfig = field(default_factory=AgentConfig)
 
 
 _CHOICES: dict[str, tuple[Any, ...]] = {
@@ -401,10 +421,17 @@ def validate(cfg: TrainConfig) -> None:
         "rollout.max_new_tokens",
         "trainer.checkpoint_every",
         "trainer.keep_checkpoints",
+        "agent.max_turns",
+        "agent.max_format_errors",
+        "agent.max_tokens",
+        "agent.max_observation_chars",
     ]
     for key in positive:
         if value_at(cfg, key) < 1:
             raise ConfigError(f"{key}={value_at(cfg, key)!r}: must be >= 1")
+    for key in ("agent.episode_timeout_s", "agent.command_timeout_s"):
+        if value_at(cfg, key) <= 0:
+            raise ConfigError(f"{key}={value_at(cfg, key)!r}: must be > 0")
     if cfg.group_size < 2:
         raise ConfigError(f"group_size={cfg.group_size}: GRPO needs at least 2 samples per group")
     if not 0 <= cfg.rollout.oracle_samples_per_group < cfg.group_size:

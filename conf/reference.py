@@ -23,6 +23,7 @@ SECTIONS = [
     ("learner", config.LearnerConfig),
     ("trainer", config.TrainerConfig),
     ("ray", config.RayConfig),
+    ("agent", config.AgentConfig),
 ]
 
 

@@ -17,6 +17,7 @@ A rejected output raises `Rejected`; `reward.core` turns it into reward -1 (the 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from data.paths import path_problem
 
@@ -67,8 +68,25 @@ def split_output(output: str) -> tuple[str, str]:
     return thought, answer
 
 
+class EditBlock(NamedTuple):
+    """One SEARCH/REPLACE block: where it lies in the text (`re.Match.span()`: from its opening
+    fence to just after its closing one) and its three groups, verbatim."""
+
+    start: int
+    end: int
+    path: str
+    search: str
+    replace: str
+
+
 def find_edits(answer: str) -> list[tuple[str, str, str]]:
-    """Rule 2: exactly `EDIT_PATTERN.findall(answer)`, as (path, search, replace), in linear time.
+    """Rule 2: exactly `EDIT_PATTERN.findall(answer)`, as (path, search, replace), in linear time."""
+    return [(block.path, block.search, block.replace) for block in find_edit_blocks(answer)]
+
+
+def find_edit_blocks(answer: str) -> list[EditBlock]:
+    """The matches of `EDIT_PATTERN.finditer(answer)` with their spans, in linear time. The
+    spans let a reader of free text (actors/agent/actions.py) skip the blocks' contents.
 
     Why this equals the regex, attempt by attempt (findall tries every start left to right and
     resumes after each match):
@@ -82,7 +100,7 @@ def find_edits(answer: str) -> list[tuple[str, str, str]]:
       regex's backtracking) and no later attempt can find one either, so scanning stops. The
       same holds when there is no divider at all.
     """
-    edits: list[tuple[str, str, str]] = []
+    blocks: list[EditBlock] = []
     pos = 0
     while (fence := answer.find(_FENCE, pos)) >= 0:
         line_end = answer.find("\n", fence + len(_FENCE))
@@ -103,9 +121,9 @@ def find_edits(answer: str) -> list[tuple[str, str, str]]:
         if tail < 0:
             break
         path = answer[pos + len(_PATH_PREFIX) : path_end]
-        edits.append((path, answer[search_start:divider], answer[replace_start:tail]))
         pos = tail + len(_TAIL)
-    return edits
+        blocks.append(EditBlock(fence, pos, path, answer[search_start:divider], answer[replace_start:tail]))
+    return blocks
 
 
 def group_edits(edits: list[tuple[str, str, str]]) -> dict[str, list[Edit]]:

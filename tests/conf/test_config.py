@@ -55,6 +55,12 @@ def test_unknown_key_is_rejected_with_its_name():
         (dict(rollout=dict(top_k=50)), "rollout.top_k=50: must be 0 for training"),
         (dict(learner=dict(tis_cap=0.0)), "learner.tis_cap=0.0: must be > 0"),
         (dict(trainer=dict(dynamic_sampling_max_rounds=-1)), "trainer.dynamic_sampling_max_rounds=-1: must be >= 0"),
+        (dict(agent=dict(max_turns=0)), "agent.max_turns=0: must be >= 1"),
+        (dict(agent=dict(max_format_errors=0)), "agent.max_format_errors=0: must be >= 1"),
+        (dict(agent=dict(max_tokens=0)), "agent.max_tokens=0: must be >= 1"),
+        (dict(agent=dict(max_observation_chars=0)), "agent.max_observation_chars=0: must be >= 1"),
+        (dict(agent=dict(episode_timeout_s=0.0)), "agent.episode_timeout_s=0.0: must be > 0"),
+        (dict(agent=dict(command_timeout_s=-1.0)), "agent.command_timeout_s=-1.0: must be > 0"),
     ],
 )
 def test_validation_names_the_field(change, message):
@@ -80,6 +86,7 @@ def test_every_field_has_a_comment():
         config.LearnerConfig,
         config.TrainerConfig,
         config.RayConfig,
+        config.AgentConfig,
         config.TrainConfig,
     ):
         lines = inspect.getsource(cls).splitlines()

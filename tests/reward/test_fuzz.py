@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from reward import score_output
 from reward.apply import apply_edits
-from reward.parse import EDIT_PATTERN, Rejected, find_edits, parse_output
+from reward.parse import EDIT_PATTERN, Rejected, find_edit_blocks, find_edits, parse_output
 from reward.similarity import compare_diffs, file_diffs
 from reward.spec import reference_diffs, reference_file_ratios, reference_new_content
 
@@ -95,6 +95,23 @@ def test_find_edits_equals_regex_findall(answer: str) -> None:
 @given(st.text(alphabet="`#<>=\n SEARCHREPLAC.ap", max_size=300))
 def test_find_edits_equals_regex_findall_on_character_soup(answer: str) -> None:
     assert find_edits(answer) == EDIT_PATTERN.findall(answer)
+
+
+def _regex_blocks(answer: str) -> list[tuple[int, int, str, str, str]]:
+    return [(*m.span(), *m.groups()) for m in EDIT_PATTERN.finditer(answer)]
+
+
+@FUZZ
+@given(soup)
+def test_edit_blocks_span_the_regex_matches(answer: str) -> None:
+    # The agent's turn parser skips these spans: they must be the regex's, not near them.
+    assert [tuple(b) for b in find_edit_blocks(answer)] == _regex_blocks(answer)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="`#<>=\n SEARCHREPLAC.ap", max_size=300))
+def test_edit_blocks_span_the_regex_matches_on_character_soup(answer: str) -> None:
+    assert [tuple(b) for b in find_edit_blocks(answer)] == _regex_blocks(answer)
 
 
 def _fast_new_content(output: str) -> dict[str, str] | None:
