@@ -1,7 +1,7 @@
 """One episode of the agent mode: ask the policy, parse its turn, act on a workspace, observe.
 
 The loop is pure over two protocols, so it runs without a sandbox or an engine: a `Workspace`
-(a sandboxed copy of the repository; reward/execution/session.py will hold the real one) runs
+(a sandboxed copy of the repository: reward/execution/workspace.py's Session) runs
 commands and reads and writes files, and a `Policy` writes the next assistant turn given the
 conversation. Code the model writes runs only through `Workspace.run`; here every path of an
 edit is checked (data.paths.path_problem) before a byte is read or written.
@@ -38,23 +38,10 @@ from actors.agent.actions import Action, ActionKind, parse_turn
 from conf.config import AgentConfig
 from data.paths import path_problem
 from reward.apply import MAX_CONTENT_CHARS, apply_path_edits
+from reward.execution.workspace import CommandResult
 from reward.parse import Rejected, quote
 
 EndedBy = Literal["submit", "format_errors", "max_turns", "timeout", "script_end"]
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What one command did in the workspace."""
-
-    exit_code: int
-    # stdout and stderr together, in the order they were written, as far as the workspace kept it.
-    output: str
-    # Killed at its timeout (exit_code is then whatever the kill left).
-    timed_out: bool
-    # The workspace kept only the first output_bytes of the output.
-    truncated: bool
-    seconds: float
 
 
 class Workspace(Protocol):

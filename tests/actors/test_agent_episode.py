@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 from actors.agent.actions import parse_turn
 from actors.agent.episode import (
-    CommandResult,
     Message,
     ScriptedPolicy,
     cut_output,
@@ -16,6 +15,7 @@ from actors.agent.episode import (
     system_prompt,
 )
 from conf.config import AgentConfig
+from reward.execution.workspace import CommandResult
 
 CFG = AgentConfig()
 SUBMIT = "Done.\n```submit\n```"
