@@ -64,6 +64,7 @@ from reward.execution.environments import EnvironmentFailed, Environments, EnvSp
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
+from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
 HOST_DEMO_SPEC = EnvSpec()  # the demo set's: its own files, the project's interpreter
 BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted read-only at the same path
@@ -164,6 +165,27 @@ class Runner:
     def ready(self) -> int:
         """The runner's process id (a readiness probe)."""
         return os.getpid()
+
+    def session(self, instance: Instance) -> Session:
+        """A live sandbox session over the instance's snapshot in its environment, as its test
+        runs see them (the build's products and version modules, its stand-in services, its
+        network), with this runner's limits per command: an agent's episode (workspace.py).
+        Raises SessionFailed naming why it could not start (no snapshot, no interpreter, the
+        environment failed): an infrastructure failure, never the policy's."""
+        try:
+            spec = EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC
+            snapshot = self.snapshots.path(instance, spec)
+            env = self.envs.ensure(spec, snapshot)
+            servers = services.servers(spec.services, self.envs)
+        except (SnapshotUnavailable, InterpreterUnavailable, EnvironmentFailed, ValueError) as exc:
+            raise SessionFailed(f"{instance.instance_id}: {type(exc).__name__}: {exc}") from None
+        return Session(
+            snapshot,
+            env,
+            limits=SessionLimits(self.limits),
+            loopback=spec.network == "loopback",
+            servers=servers,
+        )
 
     def run(self, job: TestJob) -> TestRun:
         try:

@@ -103,12 +103,14 @@ class Session:
     ) -> None:
         self.snapshot, self.env, self.limits = snapshot, env, limits
         start = time.monotonic()
+        # The environment's interpreter and its scripts (python, pytest) first on the PATH.
+        variables = {**env.variables, "PATH": f"{Path(env.python).parent}:{env.variables.get('PATH', '/usr/bin:/bin')}"}
         self._scratch, self._cgroups, spec, cmd = sandbox.prepare(
             ["session"],
             snapshot,
             env.generated,
             (*env.ro_paths, *extra_ro),
-            env.variables,
+            variables,
             limits.sandbox,
             "/testbed",
             loopback,
