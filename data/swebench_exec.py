@@ -21,7 +21,10 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
                    pip_packages are installed (the main libraries, pinned), its other conda
                    packages (optional backends, whose tests then skip) are not, noted
                    `conda_env_pip_only`
-    install        "snapshot" for `pip install [-e] .[extras]` and `setup.py develop|install`
+    install        "snapshot" for `pip install [-e] .[extras]` (pip's options before the project
+                   allowed) and `setup.py develop|install`; with `--no-build-isolation`
+                   (scikit-learn) the project's own build-requires are not installed
+                   (build_requires false): the spec's packages build it
     network        "loopback": the harness runs tests in containers with a network; here they
                    get the sandbox's own loopback (local servers work, the internet does not)
     exclude_newer  the later of the row's created_at and its environment_setup_commit's date
@@ -70,6 +73,7 @@ import argparse
 import dataclasses
 import json
 import re
+import shlex
 import sys
 import time
 from collections import Counter, defaultdict
@@ -224,13 +228,17 @@ def environment(
     elif packages == "environment.yml":
         pass  # a conda environment: its pip_packages only (noted by the caller, conda_env_pip_only)
     elif packages:
-        reqs += [re.sub(r"(?<![=<>!~])=(?!=)", "==", name) for name in packages.split()]  # conda's "x=1" is "x==1"
+        # Shell words (scikit-learn's specs quote them: 'numpy==1.19.2'); conda's "x=1" is "x==1".
+        reqs += [re.sub(r"(?<![=<>!~])=(?!=)", "==", name) for name in shlex.split(packages)]
     reqs += list(spec.get("pip_packages") or [])
     reqs += pinned
     swaps = replacements()
     reqs = [swaps.get(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip(), r) for r in reqs]
     install = spec.get("install") or ""
-    if m := re.search(r"pip install\s+(?:-e\s+)?['\"]?\.(?:\[([\w,.-]+)\])?['\"]?(?:\s|$)", install):
+    # pip's options before the project (scikit-learn: `-v --no-use-pep517 --no-build-isolation
+    # -e .`) change how pip builds it, not what: the build here is always without isolation.
+    options = r"(?:\s+-(?!e\s)[\w-]+(?:=\S+)?)*"
+    if m := re.search(rf"pip install{options}\s+(?:-e\s+)?['\"]?\.(?:\[([\w,.-]+)\])?['\"]?(?:\s|$)", install):
         extras = tuple(e for e in (m.group(1) or "").split(",") if e)
     elif re.search(r"setup\.py\s+(develop|install)", install):
         extras = ()
@@ -249,6 +257,7 @@ def environment(
         exclude_newer=date,
         pythonpath=("src",) if src_layout else (".",),
         network="loopback",  # the harness's containers have a network: the sandbox gives its own loopback
+        build_requires="--no-build-isolation" not in install,
     )
 
 

@@ -229,6 +229,10 @@ class EnvSpec:
     undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
     services: tuple[str, ...] = ()  # stand-ins served in the sandbox (services.REGISTRY)
     version: str | None = None  # the project's version for a setuptools_scm build (None: 0.0.0)
+    # Install the snapshot's static [build-system].requires before its build; False: the
+    # requirements alone build it, as SWE-bench's `pip install --no-build-isolation` does
+    # (scikit-learn: its build-requires' oldest-supported-numpy would fight the spec's numpy pin).
+    build_requires: bool = True
     runner: str = "pytest"  # one of RUNNERS: the suite's test command (runner.py), not part of the build
     runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
 
@@ -268,6 +272,8 @@ class EnvSpec:
         for name in ("services", "version"):
             if not fields[name]:
                 del fields[name]
+        if self.build_requires:  # the default: specs written before the field read and hash as before
+            del fields["build_requires"]
         return fields
 
 
@@ -395,7 +401,7 @@ class Environments:
         elif snapshot is None:
             raise EnvironmentFailed("install=snapshot needs the snapshot")
         else:
-            build = declared.build_requires(snapshot)  # read, never run
+            build = declared.build_requires(snapshot) if spec.build_requires else []  # read, never run
             self._uv_install(python, spec, [*build, *requirements], "install the build requirements")
             with tempfile.TemporaryDirectory(prefix=f".{target.name}.build-", dir=target.parent) as out:
                 own = self._sandboxed_build(spec, snapshot, tmp, Path(out))
@@ -533,11 +539,16 @@ def exact_pin(requirement: str) -> bool:
 def later_wins(requirements: tuple[str, ...] | list[str]) -> list[str]:
     """One requirement per package, the last given (at the first one's place): SWE-bench
     installs a spec's sources one after the other, so a later pin replaces an earlier one,
-    where one resolution of both would fail (`markupsafe==2.1.2` then `markupsafe==2.1.1`)."""
+    where one resolution of both would fail (`markupsafe==2.1.2` then `markupsafe==2.1.1`).
+    A later bare name (`numpy`) replaces no earlier requirement that has a version: pip leaves
+    a package that is already installed as it is (scikit-learn's specs: `numpy==1.19.2` in
+    its conda packages, then `numpy` in its pip_packages)."""
     chosen: dict[str, str] = {}
     for req in requirements:
         # One with a marker applies to some interpreters only: it replaces nothing.
         name = req if ";" in req else _canonical(req)
+        if name in chosen and not re.search(r"[<>=!~]", req) and re.search(r"[<>=!~]", chosen[name]):
+            continue  # already satisfied, as pip would find it
         if name in chosen and chosen[name] != req:
             log.info("[env] %r and then %r: the later wins, as SWE-bench installs them", chosen[name], req)
         chosen[name] = req

@@ -10,10 +10,13 @@ import pytest
 from data.git.repo import Repo
 from data.swebench_exec import (
     Drop,
+    environment,
+    load_specs,
     matches_gold,
     mined_test_patch,
     pre_install_requirements,
     release_tag,
+    spec_for,
     spec_version,
 )
 
@@ -116,3 +119,14 @@ def test_a_tagged_release_line_takes_the_specs_name_for_it_or_the_newest_listed_
     assert spec_version("5.3", known) == ("v5.3", False)
     assert spec_version("6.0", known) == ("v5.3", True)  # a line the specs lack: the newest below, noted
     assert spec_version("4.2", known) is None  # nothing listed below it
+
+
+def test_scikit_learns_spec_builds_with_its_own_packages_from_its_quoted_list():
+    """Its packages are shell words ('numpy==1.19.2'), its install passes pip options before
+    the project and builds without isolation: the project's build-requires stay out."""
+    spec = spec_for(load_specs(), "scikit-learn/scikit-learn", "1.3")
+    env = environment(spec, [], lambda rel: None, "2023-06-30T00:00:00Z")
+    assert env.install == "snapshot" and env.build_requires is False
+    assert env.requirements[:3] == ("numpy==1.19.2", "scipy==1.5.2", "cython==3.0.10")
+    astropy = environment(spec_for(load_specs(), "astropy/astropy", "5.1"), [], lambda rel: None, None)
+    assert astropy.build_requires and "build_requires" not in astropy.to_json()  # the default, omitted

@@ -116,6 +116,8 @@ def test_the_later_of_two_requirements_for_a_package_wins_and_is_logged(caplog):
     # a requirement for some interpreters only replaces nothing
     marked = ['numpy==1.19; python_version < "3.8"', "numpy==1.21"]
     assert later_wins(marked) == marked
+    # a later bare name finds the earlier pin satisfied, as pip would; a later pin still wins
+    assert later_wins(["numpy==1.19.2", "scipy", "numpy", "scipy==1.5.2"]) == ["numpy==1.19.2", "scipy==1.5.2"]
 
 
 def test_exact_pins_are_exempt_from_the_date_and_bytecode_is_compiled():
