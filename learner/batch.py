@@ -28,6 +28,23 @@ class TrainSample:
     advantage: float
     # Cut at the generation limit (finish_reason "length"): `learner.overlong=filter` leaves it out.
     truncated: bool = False
+    # Which completion tokens the loss sees (1) and which it does not (0), one per token; None:
+    # all of them. An agent's episode is one completion of many turns: its sampled tokens are 1,
+    # the observations and template tokens appended between turns 0 (their logprobs_old entries
+    # are then placeholders the mask hides).
+    loss_mask: list[float] | None = None
+
+    def mask(self) -> list[float]:
+        if self.loss_mask is None:
+            return [1.0] * len(self.completion_ids)
+        if len(self.loss_mask) != len(self.completion_ids):
+            raise ValueError(f"a loss mask of {len(self.loss_mask)} for {len(self.completion_ids)} completion tokens")
+        return self.loss_mask
+
+    @property
+    def loss_tokens(self) -> float:
+        """Completion tokens the loss sees (the step's normaliser counts these)."""
+        return float(len(self.completion_ids)) if self.loss_mask is None else float(sum(self.mask()))
 
 
 @dataclass
@@ -35,7 +52,7 @@ class MicroBatch:
     input_ids: np.ndarray  # [b, L] int64, prompt + completion, right-padded
     attention_mask: np.ndarray  # [b, L] int64
     prompt_lens: np.ndarray  # [b] int64
-    completion_mask: np.ndarray  # [b, T] float32, 1 = completion token
+    completion_mask: np.ndarray  # [b, T] float32, 1 = a completion token the loss sees (TrainSample.loss_mask)
     logprobs_old: np.ndarray  # [b, T] float32; NaN where the learner's own logprobs stand in
     advantages: np.ndarray  # [b] float32
 
@@ -43,8 +60,8 @@ class MicroBatch:
 @dataclass
 class RankBatch:
     micro_batches: list[MicroBatch]
-    num_seqs: float  # sequences with >= 1 completion token in the whole step (all ranks)
-    num_tokens: float  # completion tokens in the whole step (all ranks)
+    num_seqs: float  # sequences with >= 1 loss token in the whole step (all ranks)
+    num_tokens: float  # completion tokens the loss sees in the whole step (all ranks)
 
 
 def collate(samples: Sequence[TrainSample], pad_id: int) -> MicroBatch:
@@ -59,7 +76,7 @@ def collate(samples: Sequence[TrainSample], pad_id: int) -> MicroBatch:
         seq = s.prompt_ids + s.completion_ids
         input_ids[i, : len(seq)] = seq
         attention[i, : len(seq)] = 1
-        mask[i, : len(s.completion_ids)] = 1.0
+        mask[i, : len(s.completion_ids)] = s.mask()
         if s.logprobs_old is not None:
             if len(s.logprobs_old) != len(s.completion_ids):
                 raise ValueError(f"sample {i}: {len(s.logprobs_old)} logprobs for {len(s.completion_ids)} tokens")
@@ -109,8 +126,8 @@ def shard(
     are not sent through the model at all. The normalisers still count them, so the update is
     identical to training on the full batch.
     """
-    num_tokens = float(sum(len(s.completion_ids) for s in samples))
-    num_seqs = float(sum(1 for s in samples if s.completion_ids))
+    num_tokens = float(sum(s.loss_tokens for s in samples))
+    num_seqs = float(sum(1 for s in samples if s.loss_tokens > 0))
     keep = [s for s in samples if not (drop_zero_advantage and s.advantage == 0.0)]
     lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in keep]
     per_rank = snake_order(lengths, num_ranks)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from learner.batch import TrainSample, collate, shard, snake_order
 
@@ -66,3 +67,31 @@ def test_sorting_cuts_padding():
     _, stats = shard(samples, num_ranks=2, micro_batch_size=2, pad_id=0, drop_zero_advantage=True)
     assert stats["pad_frac"] == pytest.approx(0.0)
     assert stats["pad_frac_unsorted"] == pytest.approx(1 - (4 * 101 + 4 * 11) / (8 * 101))
+
+
+def test_a_loss_mask_hides_the_tokens_between_turns_from_the_loss_and_its_normaliser():
+    """An agent's episode: turn 1 (2 sampled), an observation (2 appended), turn 2 (1 sampled)."""
+    from learner.objectives.grpo import policy_loss
+
+    episode = TrainSample([5, 6], [7, 8, 90, 91, 9], [-0.1, -0.2, 0.0, 0.0, -0.3], 1.0, loss_mask=[1, 1, 0, 0, 1])
+    single = TrainSample([5], [4, 3], [-0.5, -0.5], -1.0)
+    mb = collate([episode, single], pad_id=0)
+    assert mb.completion_mask.tolist() == [[1, 1, 0, 0, 1], [1, 1, 0, 0, 0]]
+    (rank,), _ = shard([episode, single], num_ranks=1, micro_batch_size=2, pad_id=0, drop_zero_advantage=False)
+    assert rank.num_tokens == 5.0 and rank.num_seqs == 2.0  # 3 + 2 tokens the loss sees
+    logprobs = torch.tensor(mb.logprobs_old, requires_grad=True)
+    loss, _ = policy_loss(
+        logprobs,
+        torch.tensor(mb.logprobs_old),
+        None,
+        torch.tensor(mb.advantages),
+        torch.tensor(mb.completion_mask),
+        clip_eps=0.2,
+        kl_coef=0.0,
+        aggregation="token_mean",
+        num_tokens=rank.num_tokens,
+    )
+    loss.backward()
+    assert logprobs.grad[0, 2:4].tolist() == [0.0, 0.0] and (logprobs.grad[0, [0, 1, 4]] != 0).all()
+    with pytest.raises(ValueError, match="a loss mask of 2 for 5 completion tokens"):
+        collate([TrainSample([1], [2, 3, 4, 5, 6], None, 0.0, loss_mask=[1, 0])], pad_id=0)
