@@ -155,6 +155,10 @@ def runner_of(snapshot: Path) -> tuple[str, tuple[str, ...]]:
 # uv's hint for a package the date cut filtered (_uv_install), and how many it may exempt.
 _FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
 _EXEMPT_RETRIES = 5
+# uv's error for an exact pin it could only build from source, and failed to: conda (SWE-bench's
+# installer) has builds of releases PyPI has no wheel of for that interpreter (numpy 1.19.2 and
+# scipy 1.5.2 for Python 3.9, which PyPI first has as wheels in 1.19.3 and 1.5.4).
+_NO_WHEEL = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)==(\d+)\.(\d+)(?:\.[\w.]+)?`")
 # Part of every cache key: a change to how environments are built invalidates the old ones.
 BUILD_VERSION = b"5: bytecode compiled, exact pins undated, the later of two requirements wins"
 _UV = (sys.executable, "-m", "uv")
@@ -321,6 +325,7 @@ class Environments:
         self.root, self.build_timeout_s = root, build_timeout_s
         self.builds = 0  # environments this process built (the rest came from the cache)
         self._ready: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}  # key -> (ro_paths, generated)
+        self._moved: dict[str, dict[str, str]] = {}  # python -> {pin without a wheel: its line, wheels only}
 
     def key(self, spec: EnvSpec, snapshot: Path | None) -> str:
         h = hashlib.sha256(spec.build_json().encode() + BUILD_VERSION)
@@ -473,13 +478,32 @@ class Environments:
         the package it filtered (an exact pin exempt from the date needs a dependency published
         after it: sphinx's `Jinja2==3.0.3` needs MarkupSafe 2.0, a 2020 cut has 1.1); that
         package is exempted too, logged, and the install retried, at most _EXEMPT_RETRIES times.
-        SWE-bench resolves with no date at all."""
+        SWE-bench resolves with no date at all.
+
+        Where an exact pin has no wheel for the interpreter and its source does not build, the
+        pin becomes its release line from that version on, wheels only (`numpy==1.19.2` ->
+        `numpy>=1.19.2,<1.20`, uv's --only-binary), logged, and the install retried."""
         exempt: list[str] = []
+        # Pins moved to wheels by an earlier install of this interpreter (the build's next step,
+        # another environment): each source build that fails costs minutes.
+        moved = self._moved.setdefault(spec.python, {})
+        requirements = [moved.get(r, r) for r in requirements]
+        wheels = [_canonical(r) for r in moved]  # packages held to wheels after their pin failed to build
         while True:
             try:
-                self._tool(_install(python, spec, requirements, tuple(exempt)), what)
+                self._tool(_install(python, spec, requirements, tuple(exempt), tuple(wheels)), what)
                 return
             except EnvironmentFailed as exc:
+                if (m := _NO_WHEEL.search(exc.output)) and _canonical(m.group(1)) not in wheels:
+                    name, major, minor = _canonical(m.group(1)), int(m.group(2)), int(m.group(3))
+                    pins = [r for r in requirements if exact_pin(r) and _canonical(r) == name]
+                    line = f"<{major}.{minor + 1}"
+                    moved.update({r: f"{r.replace('==', '>=', 1)},{line}" for r in pins})
+                    requirements = [moved.get(r, r) for r in requirements]
+                    log.info("%s: %s has no wheel here and its source did not build: %s, wheels only",
+                             what, pins, [moved[r] for r in pins])  # fmt: skip
+                    wheels.append(name)
+                    continue
                 more = [
                     n for n in dict.fromkeys(_canonical(n) for n in _FILTERED.findall(exc.output)) if n not in exempt
                 ]
@@ -504,13 +528,21 @@ def _tail(text: str, lines: int = 8) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _install(python: str, spec: EnvSpec, requirements: list[str], exempt_more: tuple[str, ...] = ()) -> list[str]:
+def _install(
+    python: str,
+    spec: EnvSpec,
+    requirements: list[str],
+    exempt_more: tuple[str, ...] = (),
+    wheels_only: tuple[str, ...] = (),
+) -> list[str]:
     """`uv pip install` of `requirements` into the venv of `python`, as of the spec's date (its
     undated requirements, exact pins and `exempt_more` exempt), each checked to be a requirement
-    of the index by name."""
+    of the index by name; `wheels_only` packages are never built from source."""
     checked = [_requirement(r, "requirement") for r in dict.fromkeys(requirements)]
     compile_flag = ["--compile-bytecode"] if uv_compiles(spec.python) else []  # else compiled after (_build)
     cmd = [*_UV, "pip", "install", "--quiet", *compile_flag, "--python", python]
+    for name in wheels_only:
+        cmd += ["--only-binary", name]
     if spec.exclude_newer:
         cmd += ["--exclude-newer", spec.exclude_newer]
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -248,3 +248,26 @@ def test_compiled_modules_are_built_once_per_snapshot_and_laid_over_it_read_only
     kept = sorted(p.relative_to(envs.root / "products") for p in (envs.root / "products").rglob("*.so"))
     assert len(kept) == 2 and all(p.parts[1:2] == ("widget",) for p in kept)
     assert Environments(tmp_path / "envs").ensure(spec, second).layers == env.layers  # cached: no rebuild
+
+
+def test_a_pin_without_a_wheel_whose_source_fails_moves_to_its_line_in_wheels(tmp_path, monkeypatch, caplog):
+    """scikit-learn's 1.3 spec pins numpy 1.19.2, which conda builds for Python 3.9 and PyPI
+    has only as a source that no longer builds: the install retries with numpy's 1.19 line,
+    wheels only, and the next install of that interpreter starts from there."""
+    commands: list[list[str]] = []
+
+    def tool(self, cmd, what):
+        commands.append(cmd)
+        if len(commands) == 1:
+            raise EnvironmentFailed("failed", "error: Failed to build `numpy==1.19.2`\n  hint: ...")
+
+    monkeypatch.setattr(Environments, "_tool", tool)
+    envs = Environments(tmp_path)
+    spec = EnvSpec(python="3.9", requirements=("numpy==1.19.2", "pytest"))
+    with caplog.at_level("INFO", logger="reward.execution.environments"):
+        envs._uv_install("python", spec, ["numpy==1.19.2", "pytest"], "install")
+        envs._uv_install("python", spec, ["numpy==1.19.2", "scipy"], "install again")
+    assert "numpy==1.19.2" in commands[0] and "--only-binary" not in commands[0]
+    for retried in commands[1:]:
+        assert "numpy<1.20,>=1.19.2" in retried and retried[retried.index("--only-binary") + 1] == "numpy"
+    assert len(commands) == 3 and "no wheel here and its source did not build" in caplog.text
