@@ -22,8 +22,8 @@ The episode ends (`ended_by`) at a submit ("submit"); after cfg.max_format_error
 turns in a row ("format_errors"); when cfg.max_turns turns are taken ("max_turns"); when
 cfg.episode_timeout_s of wall time has passed, checked between turns so a running command is
 never cut by it ("timeout"); or when the policy has no next turn ("script_end": a
-ScriptedPolicy past its last turn raises NoMoreTurns). cfg.max_tokens, the episode's context
-limit, is the engine's to enforce: the loop counts no tokens.
+ScriptedPolicy past its last turn raises NoMoreTurns; "max_tokens": an engine policy whose
+context reached cfg.max_tokens, actors/agent/rollout.py). The loop counts no tokens.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from reward.apply import MAX_CONTENT_CHARS, apply_path_edits
 from reward.execution.workspace import CommandResult
 from reward.parse import Rejected, quote
 
-EndedBy = Literal["submit", "format_errors", "max_turns", "timeout", "script_end"]
+EndedBy = Literal["submit", "format_errors", "max_turns", "timeout", "script_end", "max_tokens"]
 
 
 class Workspace(Protocol):
@@ -68,7 +68,12 @@ class Message:
 
 
 class NoMoreTurns(Exception):
-    """Raised by a policy that has no next turn: the episode ends with ended_by "script_end"."""
+    """Raised by a policy that has no next turn: the episode ends with `ended_by`, "script_end"
+    for a script that ran out, "max_tokens" for an engine policy whose context is full."""
+
+    def __init__(self, ended_by: EndedBy = "script_end") -> None:
+        super().__init__(ended_by)
+        self.ended_by: EndedBy = ended_by
 
 
 class Policy(Protocol):
@@ -183,8 +188,8 @@ def run_episode(
         turn_started = clock()
         try:
             text = policy.next_turn(list(messages))
-        except NoMoreTurns:
-            ended_by = "script_end"
+        except NoMoreTurns as stop:
+            ended_by = stop.ended_by
             break
         messages.append(Message("assistant", text))
         action = parse_turn(text)

@@ -1,0 +1,237 @@
+"""Agent episodes on an engine: many episodes in flight, each turn one generation request.
+
+Each episode runs `run_episode` (episode.py) in a thread of its own against its sandbox session
+(reward/execution/workspace.py) with an `EnginePolicy`: a turn is a request to the `TurnBatcher`,
+which serves the requests of every episode in batched engine calls from the caller's thread.
+The batcher sends whatever is waiting once the engine is free (lingering `linger_s` for the
+other live episodes' requests): an episode whose command is running is simply not in that batch, so it never holds up another episode's generation,
+and its next turn joins the batch after. (vLLM's `LLM.generate` is synchronous; this gives the
+overlap of commands with generation that an async engine would, with one engine call at a
+time; `busy_fraction` measures how much of the wall time the engine worked.)
+
+Token in, token out (tokens.py): the policy keeps the episode's ids as the engine returned and
+was given them; its next request's prompt is the whole sequence so far, so vLLM's prefix cache
+serves the earlier turns (`prefix_hit_rate` where the engine reports it).
+
+An episode whose session cannot start (SessionFailed: the snapshot, the environment, the
+sandbox) or whose session dies is an infrastructure failure (`infra_error`), never scored as
+the policy's: the driver leaves it out of its group's statistics.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.agent.episode import Message, NoMoreTurns, run_episode, system_prompt
+from actors.agent.tokens import EpisodeTokens, Template, observation_ids, prompt_ids
+from conf.config import AgentConfig
+from data.schema import Instance
+from reward.execution.workspace import Session, SessionFailed
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    prompt_ids: list[int]
+    max_tokens: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Sample:
+    token_ids: list[int]
+    logprobs: list[float]
+    text: str
+    finish_reason: str
+    policy_version: int
+
+
+Generate = Callable[[list[TurnRequest]], list[Sample]]
+
+
+@dataclass
+class BatchStats:
+    calls: int = 0
+    requests: int = 0
+    busy_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def busy_fraction(self) -> float:
+        return self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+class TurnBatcher:
+    """Serves episode threads' turn requests in batched engine calls (module docstring)."""
+
+    def __init__(self, generate: Generate, linger_s: float = 0.02) -> None:
+        # How long a free engine waits for more requests while some live episodes have none
+        # pending: a turn's action takes milliseconds between requests, an engine call seconds.
+        self.generate, self.linger_s = generate, linger_s
+        self.stats = BatchStats()
+        self._cond = threading.Condition()
+        self._pending: list[tuple[TurnRequest, list[Any]]] = []  # (request, [answer or exception])
+
+    def ask(self, request: TurnRequest) -> Sample:
+        """From an episode's thread: block until the engine answered this request."""
+        box: list[Any] = []
+        with self._cond:
+            self._pending.append((request, box))
+            self._cond.notify_all()
+            while not box:
+                self._cond.wait()
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        answer: Sample = box[0]
+        return answer
+
+    def run(self, episodes: Sequence[Callable[[], Any]]) -> list[Any]:
+        """Run each callable in a thread of its own and serve their requests here until all
+        have returned; their results (or the exception one raised) in order."""
+        results: list[Any] = [None] * len(episodes)
+        alive = [len(episodes)]
+
+        def body(i: int, fn: Callable[[], Any]) -> None:
+            try:
+                results[i] = fn()
+            except BaseException as exc:  # returned to the caller, who decides
+                results[i] = exc
+            finally:
+                with self._cond:
+                    alive[0] -= 1
+                    self._cond.notify_all()
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=body, args=(i, fn), daemon=True) for i, fn in enumerate(episodes)]
+        for t in threads:
+            t.start()
+        while True:
+            with self._cond:
+                while not self._pending and alive[0] > 0:
+                    self._cond.wait()
+                if not self._pending:
+                    break
+                deadline = time.monotonic() + self.linger_s
+                while len(self._pending) < alive[0] and (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                batch, self._pending = self._pending, []
+            self._serve(batch)
+        for t in threads:
+            t.join()
+        self.stats.wall_s += time.monotonic() - start
+        return results
+
+    def _serve(self, batch: list[tuple[TurnRequest, list[Any]]]) -> None:
+        begin = time.monotonic()
+        try:
+            answers: list[Any] = list(self.generate([request for request, _ in batch]))
+        except Exception as exc:  # every waiting episode gets the engine's failure
+            answers = [exc] * len(batch)
+        self.stats.busy_s += time.monotonic() - begin
+        self.stats.calls += 1
+        self.stats.requests += len(batch)
+        with self._cond:
+            for (_, box), answer in zip(batch, answers, strict=True):
+                box.append(answer)
+            self._cond.notify_all()
+
+
+class EnginePolicy:
+    """A policy whose turns the engine samples, keeping the episode's tokens (tokens.py)."""
+
+    def __init__(
+        self,
+        batcher: TurnBatcher,
+        tokenizer: Any,
+        template: Template,
+        tokens: EpisodeTokens,
+        *,
+        max_new_tokens: int,
+        max_tokens: int,
+        seed: int,
+    ) -> None:
+        self.batcher, self.tokenizer, self.template, self.tokens = batcher, tokenizer, template, tokens
+        self.max_new_tokens, self.max_tokens, self.seed = max_new_tokens, max_tokens, seed
+        self._last: Sample | None = None
+
+    def next_turn(self, messages: list[Message]) -> str:
+        if self._last is not None:  # the observation of the last turn is the conversation's last message
+            eos = bool(self._last.token_ids) and self._last.token_ids[-1] == self.tokenizer.eos_token_id
+            self.tokens.add_appended(observation_ids(self.tokenizer, self.template, messages[-1].content, eos))
+        room = self.max_tokens - len(self.tokens.context())
+        if room <= 0:
+            raise NoMoreTurns("max_tokens")
+        turn = len(self.tokens.versions)
+        request = TurnRequest(self.tokens.context(), min(self.max_new_tokens, room), (self.seed + turn) & 0x7FFFFFFF)
+        sample = self.batcher.ask(request)
+        self.tokens.add_sample(sample.token_ids, sample.logprobs, sample.policy_version)
+        self._last = sample
+        return sample.text
+
+
+@dataclass
+class AgentEpisode:
+    """One episode as the driver gets it back."""
+
+    request_id: str
+    index: int  # within its group
+    tokens: EpisodeTokens
+    episode: dict[str, Any] = field(default_factory=dict)  # Episode.to_json() without the messages
+    patch: str = ""
+    left_out: dict[str, str] = field(default_factory=dict)
+    infra_error: str | None = None  # the session failed: not the policy's doing
+    seconds: float = 0.0
+
+    @property
+    def ended_by(self) -> str:
+        return str(self.episode.get("ended_by", "infra"))
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    request_id: str
+    index: int
+    instance: Instance
+    seed: int
+
+
+def run_agent_episodes(
+    specs: Sequence[EpisodeSpec],
+    batcher: TurnBatcher,
+    open_session: Callable[[Instance], Session],
+    tokenizer: Any,
+    cfg: AgentConfig,
+    *,
+    max_new_tokens: int,
+) -> list[AgentEpisode]:
+    """Every spec's episode, in flight together; the results in the specs' order."""
+    template = Template.of(tokenizer)
+    system = system_prompt(cfg)
+
+    def one(spec: EpisodeSpec) -> AgentEpisode:
+        tokens = EpisodeTokens(prompt_ids(tokenizer, system, spec.instance.problem_statement))
+        out = AgentEpisode(spec.request_id, spec.index, tokens)
+        start = time.monotonic()
+        try:
+            with open_session(spec.instance) as session:
+                policy = EnginePolicy(
+                    batcher, tokenizer, template, tokens,
+                    max_new_tokens=max_new_tokens, max_tokens=cfg.max_tokens, seed=spec.seed,
+                )  # fmt: skip
+                episode = run_episode(policy, session, spec.instance.problem_statement, cfg)
+                out.patch, changes = session.patch()
+                out.left_out = changes.left_out
+            out.episode = {k: v for k, v in episode.to_json().items() if k != "messages"}
+        except SessionFailed as exc:
+            out.infra_error = str(exc)
+        out.seconds = time.monotonic() - start
+        return out
+
+    results = batcher.run([lambda s=spec: one(s) for spec in specs])
+    for result in results:
+        if isinstance(result, BaseException):  # not a session's failure: the engine's or a bug
+            raise result
+    return list(results)

@@ -1,0 +1,95 @@
+"""Agent episodes on an engine (actors/agent/rollout.py), with a scripted stand-in for the
+engine and real sandbox sessions on a demo instance: episodes in flight together, a slow
+command holding up no other episode's generation, and the tokens the learner will train on."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from actors.agent.rollout import EpisodeSpec, Sample, TurnBatcher, TurnRequest, run_agent_episodes
+from conf.config import AgentConfig, ExecutionConfig
+from data.loader import read_instances
+from learner.models import build_tiny_tokenizer
+from reward.execution import sandbox
+from reward.execution.runner import Runner
+
+pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
+
+FIX = """```python
+### calspan/months.py
+<<<<<<< SEARCH
+    return day.replace(year=year, month=month0 + 1)
+=======
+    # Jan 31 + 1 month: February has no 31st, so use its last day (as billing systems do).
+    return date(year, month0 + 1, min(day.day, days_in_month(year, month0 + 1)))
+>>>>>>> REPLACE
+```"""
+SCRIPTS = {
+    "slow": ["```bash\nsleep 1; echo slept\n```", FIX, "```submit\n```"],
+    "quick": ["```bash\nls calspan\n```", "```bash\necho two\n```", FIX, "```submit\n```"],
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    out = tmp_path_factory.mktemp("tok")
+    build_tiny_tokenizer(out)
+    return AutoTokenizer.from_pretrained(out)
+
+
+class ScriptedEngine:
+    """Answers each request with its episode's next scripted turn (the episode is told by its
+    seed, the turn by how many assistant turns its prompt holds), stopped at the eos."""
+
+    def __init__(self, tokenizer, seeds: dict[int, str]) -> None:
+        self.tokenizer, self.seeds, self.served = tokenizer, seeds, []
+        self.opening = tokenizer.encode("<|im_start|>assistant", add_special_tokens=False)
+
+    def __call__(self, requests: list[TurnRequest]) -> list[Sample]:
+        out = []
+        for r in requests:
+            turn = sum(r.prompt_ids[i : i + len(self.opening)] == self.opening for i in range(len(r.prompt_ids))) - 1
+            name = self.seeds[r.seed - turn]
+            self.served.append((name, turn, time.monotonic()))
+            ids = self.tokenizer.encode(SCRIPTS[name][turn], add_special_tokens=False) + [self.tokenizer.eos_token_id]
+            out.append(Sample(ids, [-0.1] * len(ids), SCRIPTS[name][turn], "stop", policy_version=7))
+        return out
+
+
+def test_episodes_in_flight_share_the_engine_and_keep_its_tokens(tokenizer, tmp_path):
+    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path)))
+    instance = next(i for i in read_instances("demo", 0) if i.instance_id == "demo__calspan-3")
+    engine = ScriptedEngine(tokenizer, {100: "slow", 200: "quick"})
+    batcher = TurnBatcher(engine, linger_s=0.5)  # the sessions start ~70 ms apart: the first turns wait for each other
+    specs = [EpisodeSpec("0/0/x", 0, instance, 100), EpisodeSpec("0/0/x", 1, instance, 200)]
+    start = time.monotonic()
+    slow, quick = run_agent_episodes(specs, batcher, runner.session, tokenizer, AgentConfig(), max_new_tokens=512)
+    for episode, name in ((slow, "slow"), (quick, "quick")):
+        assert episode.infra_error is None and episode.ended_by == "submit"
+        assert episode.patch == instance.patch  # both fixed it
+        sampled = [t for t, m in zip(episode.tokens.completion_ids, episode.tokens.loss_mask, strict=True) if m]
+        expected = [tokenizer.encode(t, add_special_tokens=False) + [tokenizer.eos_token_id] for t in SCRIPTS[name]]
+        assert sampled == [i for ids in expected for i in ids]  # exactly the engine's ids, masked 1
+        assert episode.tokens.versions == [7] * len(SCRIPTS[name])
+    assert "slept" in slow.episode["turns"][0]["observation"]
+    # While the slow episode's command ran, the quick one's next turns were served.
+    served = {(name, turn): at - start for name, turn, at in engine.served}
+    assert served[("quick", 2)] < served[("slow", 1)] and served[("slow", 1)] >= 1.0
+    assert batcher.stats.requests == 7 and batcher.stats.calls < 7  # the first turns went together
+    assert 0.0 < batcher.stats.busy_fraction < 1.0
+
+
+def test_a_session_that_cannot_start_is_an_infrastructure_failure(tokenizer, tmp_path):
+    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path)))
+    instance = next(i for i in read_instances("demo", 0) if i.instance_id == "demo__calspan-3")
+    broken = instance.__class__(**{**instance.__dict__, "environment": '{"python": "2.1"}'})
+    batcher = TurnBatcher(ScriptedEngine(tokenizer, {5: "quick"}))
+    (episode,) = run_agent_episodes(
+        [EpisodeSpec("0/0/y", 0, broken, 5)], batcher, runner.session, tokenizer, AgentConfig(), max_new_tokens=64
+    )
+    assert episode.infra_error and "2.1" in episode.infra_error and episode.ended_by == "infra"
+    assert batcher.stats.requests == 0  # no turn was generated for it
