@@ -4,8 +4,9 @@ Each episode runs `run_episode` (episode.py) in a thread of its own against its 
 (reward/execution/workspace.py) with an `EnginePolicy`: a turn is a request to the `TurnBatcher`,
 which serves the requests of every episode in batched engine calls from the caller's thread.
 The batcher sends whatever is waiting once the engine is free (lingering `linger_s` for the
-other live episodes' requests): an episode whose command is running is simply not in that batch, so it never holds up another episode's generation,
-and its next turn joins the batch after. (vLLM's `LLM.generate` is synchronous; this gives the
+other live episodes' requests): an episode whose command is running is simply not in that
+batch, so it never holds up another episode's generation, and its next turn joins a later one.
+(vLLM's `LLM.generate` is synchronous; this gives the
 overlap of commands with generation that an async engine would, with one engine call at a
 time; `busy_fraction` measures how much of the wall time the engine worked.)
 
