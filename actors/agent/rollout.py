@@ -6,13 +6,13 @@ which serves the requests of every episode in batched engine calls from the call
 The batcher sends whatever is waiting once the engine is free (lingering `linger_s` for the
 other live episodes' requests): an episode whose command is running is simply not in that
 batch, so it never holds up another episode's generation, and its next turn joins a later one.
-(vLLM's `LLM.generate` is synchronous; this gives the
-overlap of commands with generation that an async engine would, with one engine call at a
-time; `busy_fraction` measures how much of the wall time the engine worked.)
+(vLLM's `LLM.generate` is synchronous; this gives the overlap of commands with generation that
+an async engine would, one engine call at a time; `busy_fraction` measures how much of the
+wall time the engine worked.)
 
 Token in, token out (tokens.py): the policy keeps the episode's ids as the engine returned and
 was given them; its next request's prompt is the whole sequence so far, so vLLM's prefix cache
-serves the earlier turns (`prefix_hit_rate` where the engine reports it).
+serves the earlier turns.
 
 An episode whose session cannot start (SessionFailed: the snapshot, the environment, the
 sandbox) or whose session dies is an infrastructure failure (`infra_error`), never scored as
