@@ -11,7 +11,7 @@ episode runs in a sandbox session over the instance's snapshot in its environmen
 (Runner.session: what its test runs see); each observation is printed as it comes. At the end
 the patch is the diff of the session's tree against the snapshot (reward/execution/workspace.py:
 links, binaries and bytecode left out and named), and each requested reward kind scores it
-(reward/kinds/verdict.py score_patch): `similarity` against the oracle patch, needing no tests;
+(reward/kinds/outcomes.py score_patch): `similarity` against the oracle patch, needing no tests;
 `tests` and `hybrid` from one fresh test run of that patch alone (its test patch applied, in a
 new sandbox: nothing the episode left behind reaches the verdict).
 
@@ -43,7 +43,7 @@ from data.loader import read_instances
 from data.schema import Instance
 from reward.execution.runner import Runner, TestJob
 from reward.execution.workspace import SessionFailed
-from reward.kinds.verdict import score_patch
+from reward.kinds.outcomes import score_patch
 
 KINDS = ("similarity", "tests", "hybrid")
 

@@ -21,6 +21,7 @@ the policy's: the driver leaves it out of its group's statistics.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -231,7 +232,7 @@ def run_agent_episodes(
         out.seconds = time.monotonic() - start
         return out
 
-    results = batcher.run([lambda s=spec: one(s) for spec in specs])
+    results = batcher.run([functools.partial(one, spec) for spec in specs])
     for result in results:
         if isinstance(result, BaseException):  # not a session's failure: the engine's or a bug
             raise result

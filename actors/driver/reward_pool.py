@@ -62,7 +62,8 @@ START_TIMEOUT_S = 300.0
 class ScoreJob:
     rollout_id: str  # opaque id chosen by the caller, returned with the result
     instance_id: str  # key into the `instances` mapping of the call
-    output: str  # the model's completion text
+    output: str  # the model's completion text; with `is_patch`, an agent episode's final patch
+    is_patch: bool = False  # score it as a patch (RewardKind.score_patches), not as an answer
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,28 @@ class RewardWorker:
             self._prepared.popitem(last=False)
         return state
 
+    @staticmethod
+    def _instance(value: Instance | ray.ObjectRef) -> Instance:
+        return value if isinstance(value, Instance) else ray.get(value)
+
     def score(self, jobs: list[ScoreJob], instances: Mapping[str, Instance | ray.ObjectRef]) -> list[ScoredJob]:
         """Score every job against its instance; an output never makes this raise."""
         results: list[RewardResult | None] = [None] * len(jobs)
         items = []
+        patches = [i for i, job in enumerate(jobs) if job.is_patch]
+        if patches:
+            try:
+                scored = self.kind.score_patches([(self._instance(instances[jobs[i].instance_id]), jobs[i].output)
+                                                  for i in patches])  # fmt: skip
+            except RayError:
+                raise
+            except Exception as exc:
+                scored = [RewardResult(0.0, f"internal error: {exc!r}")] * len(patches)
+            for i, result in zip(patches, scored, strict=True):
+                results[i] = result
         for i, job in enumerate(jobs):
+            if job.is_patch:
+                continue
             try:
                 items.append((i, self._prepare(instances[job.instance_id]), job.output))
             except RayError:
@@ -193,7 +211,7 @@ class RewardPool:
     def score_groups(self, groups: Sequence[Group]) -> list[ScoredJob]:
         """Every completion of every group, in order; rollout ids "<request id>/<sample>"."""
         jobs = [
-            ScoreJob(f"{g.request_id}/{j}", g.item.instance_id, c.text)
+            ScoreJob(f"{g.request_id}/{j}", g.item.instance_id, c.text, is_patch=c.episode is not None)
             for g in groups
             for j, c in enumerate(g.completions)
         ]

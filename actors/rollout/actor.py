@@ -30,18 +30,31 @@ from typing import Any
 
 from ray.util.metrics import Gauge
 
+from actors.agent.rollout import EpisodeSpec, Sample, TurnBatcher, TurnRequest, run_agent_episodes
 from actors.observe.telemetry import ACTOR_TOKENS_GAUGE
 from conf import device as devices
-from conf.config import RolloutConfig
+from conf.config import AgentConfig, ExecutionConfig, RolloutConfig
 from conf.logs import actor_env
 from conf.runtime import Runtime
+from data.schema import Instance
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
+from reward.execution.runner import Runner
 
 
 def request_seed(seed: int, request: str) -> int:
     """Per-request sampling seed: a group is reproducible from (seed, its request id)."""
     return zlib.crc32(f"{seed}/{request}".encode()) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class EpisodeTask:
+    """What an agent-mode request (rollout.mode=agent) needs beyond its seed: the instance whose
+    sandbox session each episode acts in, and the limits of episodes and of their sessions."""
+
+    instance: Instance
+    agent: AgentConfig
+    execution: ExecutionConfig
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,7 @@ class GenerationRequest:
     n: int  # samples for this prompt (the group)
     seed: int  # per-request sampling seed: reproducible groups
     temperature: float | None = None  # None: the actor's rollout.temperature; 0: greedy (evaluation)
+    episode: EpisodeTask | None = None  # agent mode: n episodes of many turns, not n answers
 
 
 @dataclass(frozen=True)
@@ -58,7 +72,11 @@ class Completion:
     token_ids: list[int]
     logprobs: list[float]  # of each sampled token, at the sampling temperature
     text: str
-    finish_reason: str  # "stop" or "length" (cut off at max_new_tokens)
+    finish_reason: str  # "stop" or "length" (cut off at max_new_tokens); an episode's: how it ended
+    # Agent mode: which completion ids were sampled (1) and which appended between turns (0),
+    # and the episode's record (turns, patch, versions, infra_error: actors/agent/rollout.py).
+    loss_mask: list[float] | None = None
+    episode: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,7 @@ class RolloutWorker:
         self.cfg = cfg
         self.actor_id = actor_id
         self.policy_version = 0
+        self._episode_runner: Runner | None = None  # agent mode: built with the first episodes
         devices.require(run.device, actor_id)
         devices.pin_cpus(cfg.cpu_affinity, "rollout.cpu_affinity")  # before the engine starts its threads
         args = engine_args(cfg, run.model_path, run.dtype, seed, run.device)
@@ -135,6 +154,8 @@ class RolloutWorker:
         }
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        if any(r.episode is not None for r in requests):  # a run has one mode: so has its every chunk
+            return self.run_episodes(requests)
         # vLLM: in the engine's process only
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -153,7 +174,75 @@ class RolloutWorker:
         self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
         return results
 
-    def _sampling(self, r: GenerationRequest, sampling_params: Any) -> Any:
+    def run_episodes(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """Agent mode: each request's n episodes, all of the chunk's in flight together, each
+        turn one request to this engine (actors/agent/rollout.py). A completion is an episode:
+        its ids (sampled and appended), the loss mask between them, the engine's logprobs of
+        the sampled ones (0 where appended), its final patch as `text`, how it ended."""
+        tasks = [r.episode for r in requests]
+        if any(t is None for t in tasks):
+            raise ValueError("an agent-mode chunk with a request that is not an episode")
+        first = tasks[0]
+        assert first is not None
+        runner = self._runner(first.execution)
+        specs = [
+            EpisodeSpec(r.request_id, k, t.instance, request_seed(r.seed, str(k)))
+            for r, t in zip(requests, tasks, strict=True)
+            if t is not None
+            for k in range(r.n)
+        ]
+        batcher = TurnBatcher(self._generate_turns)
+        tokenizer = self.llm.get_tokenizer()
+        limit = self.cfg.max_new_tokens
+        episodes = run_agent_episodes(specs, batcher, runner.session, tokenizer, first.agent, max_new_tokens=limit)
+        stats = batcher.stats
+        by_request: dict[str, list[Completion]] = {r.request_id: [] for r in requests}
+        for ep in episodes:
+            record = {
+                **ep.episode,
+                "patch": ep.patch,
+                "left_out": ep.left_out,
+                "infra_error": ep.infra_error,
+                "versions": ep.tokens.versions,
+                "seconds": round(ep.seconds, 3),
+                "engine": {"calls": stats.calls, "requests": stats.requests, "busy_fraction": stats.busy_fraction},
+            }
+            finish = "infra" if ep.infra_error else ep.ended_by
+            by_request[ep.request_id].append(
+                Completion(ep.tokens.completion_ids, ep.tokens.logprobs, ep.patch, finish, ep.tokens.loss_mask, record)
+            )
+        version = min((v for ep in episodes for v in ep.tokens.versions[:1]), default=self.policy_version)
+        return [GenerationResult(r.request_id, by_request[r.request_id], version, self.actor_id) for r in requests]
+
+    def _runner(self, execution: ExecutionConfig) -> Runner:
+        """The sandbox sessions' runner of this actor (environments and snapshots on its node)."""
+        if self._episode_runner is None:
+            self._episode_runner = Runner(execution)
+        return self._episode_runner
+
+    def _generate_turns(self, turns: list[TurnRequest]) -> list[Sample]:
+        """One engine call for the agent turns waiting (actors/agent/rollout.py TurnRequest)."""
+        # vLLM: in the engine's process only
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        params = [
+            self._sampling(GenerationRequest("turn", t.prompt_ids, 1, t.seed), SamplingParams, max_tokens=t.max_tokens)
+            for t in turns
+        ]
+        start = time.perf_counter()
+        prompts = [TokensPrompt(prompt_token_ids=t.prompt_ids) for t in turns]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        seconds = time.perf_counter() - start
+        samples = []
+        for out in outputs:
+            c = self._completion(out.outputs[0])
+            samples.append(Sample(c.token_ids, c.logprobs, c.text, c.finish_reason, self.policy_version))
+        tokens = sum(len(s.token_ids) for s in samples)
+        self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
+        return samples
+
+    def _sampling(self, r: GenerationRequest, sampling_params: Any, max_tokens: int | None = None) -> Any:
         temperature = self.cfg.temperature if r.temperature is None else r.temperature
         greedy = temperature == 0.0  # nucleus and top-k mean nothing for the argmax
         return sampling_params(
@@ -161,7 +250,7 @@ class RolloutWorker:
             temperature=temperature,
             top_p=1.0 if greedy else self.cfg.top_p,
             top_k=0 if greedy else self.cfg.top_k,
-            max_tokens=self.cfg.max_new_tokens,
+            max_tokens=self.cfg.max_new_tokens if max_tokens is None else max_tokens,
             logprobs=0,
             seed=r.seed,
         )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from conf.registry import Registry
 from reward.core import RewardResult
+from reward.kinds.outcomes import score_patch
 
 if TYPE_CHECKING:
     from conf.config import RewardConfig
@@ -52,6 +53,12 @@ class RewardKind(ABC):
         """(state, output) pairs of one batch, scored in order; kinds whose scoring waits on
         something else (running tests) override it to wait for the batch at once."""
         return [self.score(state, output) for state, output in items]
+
+    def score_patches(self, items: list[tuple[Instance, str]]) -> list[RewardResult]:
+        """Final patches rather than answers (an agent's episode: the diff of its tree), each
+        against its instance: rule 6, the similarity of the unified diffs to the oracle patch
+        (never -1: an episode's patch has no format to break). Kinds that run tests override it."""
+        return [score_patch("similarity", inst, patch, None, self.cfg.max_pair_seconds) for inst, patch in items]
 
     def stats(self) -> dict[str, float]:
         """Counters for the trainer's metrics (cumulative), read on the driver."""

@@ -21,10 +21,11 @@ import ray
 
 from data.patching import created_files, files_patch
 from reward.apply import apply_edits
-from reward.core import RewardResult, oracle_diffs, score_patches, score_with_oracle_diffs
+from reward.core import RewardResult, oracle_diffs, score_with_oracle_diffs
 from reward.execution.pool import TestPool
 from reward.execution.runner import TestJob
 from reward.kinds.interface import REWARDS, RewardKind
+from reward.kinds.outcomes import hybrid_reward, score_patch, tests_reward
 from reward.parse import Rejected, parse_output
 
 if TYPE_CHECKING:
@@ -66,6 +67,16 @@ class _RunsTests(RewardKind):
     def combine(self, run: Any, instance: Instance, oracle: dict[str, str | None], output: str) -> RewardResult:
         raise NotImplementedError
 
+    kind_name = "tests"
+
+    def score_patches(self, items: list[tuple[Instance, str]]) -> list[RewardResult]:
+        """Each patch's test run on the pool (in parallel), combined as score_patch does."""
+        runs = [self.pool.run.remote(TestJob(inst, patch, job_id=str(i))) for i, (inst, patch) in enumerate(items)]
+        return [
+            score_patch(self.kind_name, inst, patch, run, self.cfg.max_pair_seconds)
+            for (inst, patch), run in zip(items, ray.get(runs), strict=True)
+        ]
+
     def stats(self) -> dict[str, float]:
         """The pool's cumulative counters; `tests_s` is the sandbox seconds since the last call
         (the step's, as the driver calls this once per step)."""
@@ -80,39 +91,6 @@ class _RunsTests(RewardKind):
         ray.kill(self.pool, no_restart=True)
 
 
-def _why(run: Any) -> str | None:
-    if run.status != "ok":
-        return f"{run.status}: {run.reason}"
-    return None if run.resolved else "unresolved"
-
-
-def tests_reward(run: Any) -> RewardResult:
-    """`tests` of a test run (a TestRun) of a well-formed candidate: 1 if resolved, else 0."""
-    return RewardResult(1.0 if run.resolved else 0.0, _why(run), True, run.status == "timeout", run.resolved)
-
-
-def hybrid_reward(similar: RewardResult, run: Any) -> RewardResult:
-    """`hybrid`: half the similarity reward, half the test verdict."""
-    reward = 0.5 * similar.reward + 0.5 * float(bool(run.resolved))
-    error = "; ".join(e for e in (similar.error, _why(run)) if e) or None
-    return RewardResult(reward, error, True, similar.timed_out or run.status == "timeout", run.resolved)
-
-
-def score_patch(
-    kind: str, instance: Instance, patch: str, run: Any | None, max_pair_seconds: float | None = None
-) -> RewardResult:
-    """A kind's reward of a final patch (an agent's episode: the diff of its tree) rather than
-    of an answer's edits: `similarity` is rule 6, the paper's similarity of unified diffs
-    (reward/core.py score_patches), against the oracle patch; `tests` and `hybrid` combine it
-    with the test run of that patch as for an answer. `run` is needed for those two."""
-    similar = score_patches(instance.patch, patch, max_pair_seconds=max_pair_seconds)
-    if kind == "similarity":
-        return similar
-    if run is None or kind not in ("tests", "hybrid"):
-        raise ValueError(f"score_patch: kind {kind!r} needs a test run" if run is None else f"unknown kind {kind!r}")
-    return tests_reward(run) if kind == "tests" else hybrid_reward(similar, run)
-
-
 @REWARDS.register("tests")
 class Tests(_RunsTests):
     def combine(self, run: Any, instance: Instance, oracle: dict[str, str | None], output: str) -> RewardResult:
@@ -121,6 +99,8 @@ class Tests(_RunsTests):
 
 @REWARDS.register("hybrid")
 class Hybrid(_RunsTests):
+    kind_name = "hybrid"
+
     def combine(self, run: Any, instance: Instance, oracle: dict[str, str | None], output: str) -> RewardResult:
         similar = score_with_oracle_diffs(instance.code_context, oracle, output,
                                           max_pair_seconds=self.cfg.max_pair_seconds)  # fmt: skip
