@@ -6,7 +6,8 @@ would: the same sandbox session, action parser, final patch and rewards.
         [--cache-dir DIR] [--max-turns N]
 
 DATA: a Parquet file or directory of instances, or `demo`. TURNS.json: a JSON list of strings,
-the assistant's turns in order (each free text ending in one action: agent/actions.py). The
+the assistant's turns in order (each free text ending in one action: agent/actions.py), or one
+line of an agent step's rollout log (`run_dir/rollouts/step_N.jsonl`), whose turns it replays. The
 episode runs in a sandbox session over the instance's snapshot in its environment
 (Runner.session: what its test runs see); each observation is printed as it comes. At the end
 the patch is the diff of the session's tree against the snapshot (reward/execution/workspace.py:
@@ -53,8 +54,12 @@ def read_turns(path: str) -> list[str]:
         turns = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"--turns {path}: {exc}") from None
+    if isinstance(turns, dict) and isinstance(turns.get("episode"), dict):  # a line of a step's rollout log
+        turns = [t.get("text") for t in turns["episode"].get("turns", [])]
     if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
-        raise UserError(f"--turns {path}: expected a JSON list of strings (the assistant's turns)")
+        raise UserError(
+            f"--turns {path}: expected a JSON list of strings (the assistant's turns) or a rollout log line"
+        )
     return turns
 
 

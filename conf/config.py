@@ -94,6 +94,10 @@ class RolloutConfig:
     # the paper). A guided-GRPO aid for models too weak to ever produce a valid patch: the group
     # then has a reward spread and hence signal. Their behaviour logprobs are the learner's own.
     oracle_samples_per_group: int = 0
+    # "single": a sample is one answer of SEARCH/REPLACE edits (the paper's). "agent": a sample
+    # is an episode of many turns in a sandbox session (bash commands, edits, submit), scored
+    # on its final patch (`agent.*`; actors/agent/).
+    mode: str = "single"
 
 
 def engine_config(
@@ -329,6 +333,9 @@ class AgentConfig:
     command_timeout_s: float = 60.0
     # A command's output shown to the policy is cut to this many characters (head and tail).
     max_observation_chars: int = 8000
+    # Episodes cut by a limit (max_turns, max_tokens, episode_timeout_s) are left out of the
+    # loss and counted (DeepSWE's compact filtering); true keeps them, with their reward.
+    keep_cut_episodes: bool = False
 
 
 @dataclass
@@ -364,6 +371,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "learner.aggregation": ("seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"),
     "learner.overlong": ("none", "filter", "soft"),
     "trainer.mode": ("sync", "async"),
+    "rollout.mode": ("single", "agent"),
 }
 
 
@@ -451,6 +459,16 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"trainer.max_staleness={cfg.trainer.max_staleness}: async mode generates at least one "
             "step ahead, so it must be >= 1"
+        )
+    if cfg.rollout.mode == "agent" and cfg.rollout.oracle_samples_per_group:
+        raise ConfigError(
+            f"rollout.oracle_samples_per_group={cfg.rollout.oracle_samples_per_group}: must be 0 with "
+            "rollout.mode=agent (an oracle answer is not an episode)"
+        )
+    if cfg.rollout.mode == "agent" and cfg.agent.max_tokens > cfg.rollout.max_model_len:
+        raise ConfigError(
+            f"agent.max_tokens ({cfg.agent.max_tokens}) must fit rollout.max_model_len ({cfg.rollout.max_model_len}) "
+            "with rollout.mode=agent: an episode is one sequence"
         )
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")

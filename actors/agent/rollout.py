@@ -198,6 +198,7 @@ class EpisodeSpec:
     index: int
     instance: Instance
     seed: int
+    prompt_ids: list[int] | None = None  # the driver's (its tokenizer, the same model's); None: built here
 
 
 def run_agent_episodes(
@@ -214,7 +215,8 @@ def run_agent_episodes(
     system = system_prompt(cfg)
 
     def one(spec: EpisodeSpec) -> AgentEpisode:
-        tokens = EpisodeTokens(prompt_ids(tokenizer, system, spec.instance.problem_statement))
+        prompt = spec.prompt_ids or prompt_ids(tokenizer, system, spec.instance.problem_statement)
+        tokens = EpisodeTokens(list(prompt))
         out = AgentEpisode(spec.request_id, spec.index, tokens)
         start = time.monotonic()
         try:

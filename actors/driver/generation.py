@@ -23,13 +23,15 @@ A group's request id is "<step>/<slot>/<instance_id>" and its sampling seed is d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from actors.rollout.actor import Completion, GenerationRequest, GenerationResult, request_seed
+from actors.agent.episode import system_prompt
+from actors.agent.tokens import prompt_ids as agent_prompt_ids
+from actors.rollout.actor import Completion, EpisodeTask, GenerationRequest, GenerationResult, request_seed
 from actors.rollout.fleet import RolloutFleet
 from conf.config import TrainConfig
 from data.loader import InstanceLoader, PromptItem
@@ -53,6 +55,12 @@ class Group:
     completions: list[Completion]  # group_size of them; oracle-injected ones last
     policy_version: int  # of the engine weights that sampled the group
     actor_id: str
+    episode_prompt: list[int] | None = None  # agent mode: the episodes' prompt ids (the request's)
+
+    def prompt_ids(self, completion: Completion) -> list[int]:
+        """The prompt the completion was sampled after: an agent episode's own (its system
+        prompt and task: the request's), else the item's."""
+        return self.episode_prompt if completion.episode is not None and self.episode_prompt else self.item.prompt_ids
 
     @property
     def sampled(self) -> list[Completion]:
@@ -60,20 +68,58 @@ class Group:
         return [c for c in self.completions if c.finish_reason != "oracle"]
 
 
-def train_samples(groups: Sequence[Group], advantages: Sequence[float]) -> list[TrainSample]:
+# How an agent episode ended when a limit cut it (actors/agent/episode.py EndedBy): left out of
+# the loss unless agent.keep_cut_episodes (DeepSWE's compact filtering); "infra": its session
+# failed, left out of the loss and of its group's statistics (advantages_of).
+CUT_BY_LIMIT = frozenset({"max_turns", "max_tokens", "timeout"})
+
+
+def train_samples(groups: Sequence[Group], advantages: Sequence[float], keep_cut: bool = False) -> list[TrainSample]:
     """One TrainSample per completion, in group order, with its advantage. Oracle samples carry
-    no engine logprobs (None): the learner's own stand in."""
-    pairs = [(g.item, c) for g in groups for c in g.completions]
-    return [
-        TrainSample(
-            item.prompt_ids,
-            c.token_ids,
-            c.logprobs if c.finish_reason != "oracle" else None,
-            float(a),
-            truncated=c.finish_reason == "length",
+    no engine logprobs (None): the learner's own stand in. An agent episode (rollout.mode=agent)
+    is its prompt and its whole sequence of turns, the loss on its sampled tokens only; cut by
+    a limit (unless `keep_cut`) or failed by the infrastructure, on none of them."""
+    pairs = [(g, c) for g in groups for c in g.completions]
+    samples = []
+    for (g, c), a in zip(pairs, advantages, strict=True):
+        mask = c.loss_mask
+        if c.episode is not None and (c.finish_reason == "infra" or (c.finish_reason in CUT_BY_LIMIT and not keep_cut)):
+            mask = [0.0] * len(c.token_ids)
+        samples.append(
+            TrainSample(
+                g.prompt_ids(c),
+                c.token_ids,
+                c.logprobs if c.finish_reason != "oracle" else None,
+                float(a),
+                truncated=c.finish_reason == "length",
+                loss_mask=mask,
+            )
         )
-        for (item, c), a in zip(pairs, advantages, strict=True)
-    ]
+    return samples
+
+
+def group_advantages(
+    rewards: torch.Tensor, valid: torch.Tensor, group_size: int, estimate: Callable[[torch.Tensor, int], torch.Tensor]
+) -> torch.Tensor:
+    """[prompts * group_size] `estimate`'s advantages, each group's over its valid samples only
+    (valid_samples); an invalid sample's advantage is 0, as is every sample of a group with
+    fewer than 2 valid ones (no baseline to compare with)."""
+    if bool(valid.all()):
+        return estimate(rewards, group_size)
+    out = torch.zeros_like(rewards)
+    for start in range(0, len(rewards), group_size):
+        keep = valid[start : start + group_size]
+        n = int(keep.sum())
+        if n >= 2:
+            group = out[start : start + group_size]  # a view: written in place
+            group[keep] = estimate(rewards[start : start + group_size][keep], n)
+    return out
+
+
+def valid_samples(groups: Sequence[Group]) -> torch.Tensor:
+    """[prompts * group_size] bool: the samples a group's statistics count (not an agent
+    episode whose session failed: a false zero reward would bias the group's baseline)."""
+    return torch.tensor([c.finish_reason != "infra" for g in groups for c in g.completions])
 
 
 def overlong_penalty(groups: Sequence[Group], cfg: TrainConfig) -> torch.Tensor:
@@ -111,7 +157,11 @@ class Rollouts:
 
     def _request(self, step: int, slot: int, item: PromptItem) -> GenerationRequest:
         rid = request_id(step, slot, item.instance_id)
-        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, request_seed(self.cfg.seed, rid))
+        seed = request_seed(self.cfg.seed, rid)
+        if self.cfg.rollout.mode == "agent":  # the group is group_size episodes in the instance's sandbox
+            task = EpisodeTask(item.instance, self.cfg.agent, self.cfg.reward.execution)
+            return GenerationRequest(rid, self._agent_prompt(item), self.cfg.group_size, seed, episode=task)
+        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, seed)
 
     def collect(self, step: int, policy_version: int) -> tuple[list[Group], int]:
         """The step's groups in prompt order, and how many were dropped as too stale."""
@@ -145,4 +195,9 @@ class Rollouts:
         oracle = oracle_completion(self.tokenizer, item.instance) if k else None
         if oracle is not None:
             completions = completions[:-k] + [Completion(oracle[1], [], oracle[0], "oracle")] * k
-        return Group(result.request_id, item, completions, result.policy_version, result.actor_id)
+        prompt = self._agent_prompt(item) if self.cfg.rollout.mode == "agent" else None
+        return Group(result.request_id, item, completions, result.policy_version, result.actor_id, prompt)
+
+    def _agent_prompt(self, item: PromptItem) -> list[int]:
+        """An agent episode's prompt ids: the agent's system prompt and the issue (tokens.py)."""
+        return agent_prompt_ids(self.tokenizer, system_prompt(self.cfg.agent), item.instance.problem_statement)

@@ -160,11 +160,14 @@ class RunLog:
                                 "policy_version": None if c.finish_reason == "oracle" else g.policy_version,
                                 "actor_id": g.actor_id,
                                 "finish_reason": c.finish_reason,
-                                "prompt_tokens": len(g.item.prompt_ids),
+                                "prompt_tokens": len(g.prompt_ids(c)),
                                 "completion_tokens": len(c.token_ids),
                                 "reward": s.result.reward,
                                 "error": s.result.error,
                                 "text": c.text,
+                                # agent mode: every turn (text, action, observation, seconds), the
+                                # patch and how it ended: enough to replay it (actors/replay.py)
+                                **({"episode": c.episode} if c.episode is not None else {}),
                             }
                         )
                         + "\n"

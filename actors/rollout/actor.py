@@ -186,7 +186,7 @@ class RolloutWorker:
         assert first is not None
         runner = self._runner(first.execution)
         specs = [
-            EpisodeSpec(r.request_id, k, t.instance, request_seed(r.seed, str(k)))
+            EpisodeSpec(r.request_id, k, t.instance, request_seed(r.seed, str(k)), r.prompt_ids)
             for r, t in zip(requests, tasks, strict=True)
             if t is not None
             for k in range(r.n)
