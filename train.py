@@ -33,10 +33,10 @@ from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import RayActorError
 
 from actors import plugins
-from actors.agent.metrics import agent_metrics
 from actors.cluster.join import check_fits, init_ray, resource_demands, starts_local
 from actors.cluster.reaper import scoped_tmp
 from actors.control import FleetControl
+from actors.driver.agent_metrics import agent_metrics
 from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Rollouts, group_advantages, overlong_penalty, train_samples, valid_samples
 from actors.driver.reward_pool import RewardPool
@@ -126,9 +126,7 @@ class Trainer:
         rewards = torch.tensor([s.result.reward for s in scored], dtype=torch.float64)  # [prompts * group_size]
         with timer("advantages"):
             penalty = overlong_penalty(groups, cfg)  # [prompts * group_size], 0 unless learner.overlong=soft
-            valid = valid_samples(groups)  # an agent episode whose session failed counts in no group's statistics
-            estimate = lambda r, size: self.advantage(r, size, cfg.learner)  # noqa: E731
-            advantages = group_advantages(rewards + penalty, valid, cfg.group_size, estimate)
+            advantages = group_advantages(rewards + penalty, valid_samples(groups), cfg.group_size, self.advantage, cfg)
             samples = train_samples(groups, advantages.tolist(), keep_cut=cfg.agent.keep_cut_episodes)
         probe = samples[0].prompt_ids + samples[0].completion_ids
         check = SyncCheck(self.learner, self.fleet, probe) if cfg.trainer.verify_sync else None

@@ -23,7 +23,7 @@ A group's request id is "<step>/<slot>/<instance_id>" and its sampling seed is d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from actors.rollout.fleet import RolloutFleet
 from conf.config import TrainConfig
 from data.loader import InstanceLoader, PromptItem
 from learner.batch import TrainSample
+from learner.objectives.advantages import Estimator
 from learner.objectives.overlong import length_penalty
 from reward.oracle import oracle_completion
 
@@ -99,11 +100,12 @@ def train_samples(groups: Sequence[Group], advantages: Sequence[float], keep_cut
 
 
 def group_advantages(
-    rewards: torch.Tensor, valid: torch.Tensor, group_size: int, estimate: Callable[[torch.Tensor, int], torch.Tensor]
+    rewards: torch.Tensor, valid: torch.Tensor, group_size: int, estimator: Estimator, cfg: TrainConfig
 ) -> torch.Tensor:
-    """[prompts * group_size] `estimate`'s advantages, each group's over its valid samples only
-    (valid_samples); an invalid sample's advantage is 0, as is every sample of a group with
-    fewer than 2 valid ones (no baseline to compare with)."""
+    """[prompts * group_size] the estimator's advantages (learner.advantage), each group's over
+    its valid samples only (valid_samples); an invalid sample's advantage is 0, as is every
+    sample of a group with fewer than 2 valid ones (no baseline to compare with)."""
+    estimate = lambda r, n: estimator(r, n, cfg.learner)  # noqa: E731
     if bool(valid.all()):
         return estimate(rewards, group_size)
     out = torch.zeros_like(rewards)

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from actors.driver.generation import Group
+from actors.driver.generation import Group
 
 ACTIONS = ("bash", "edit", "submit", "invalid")
 ENDINGS = ("submit", "format_errors", "max_turns", "max_tokens", "timeout", "infra")

@@ -1,0 +1,45 @@
+"""Agent mode's samples (actors/driver/generation.py): what the loss sees of an episode, and
+how a group's statistics leave out the episodes the infrastructure failed."""
+
+from __future__ import annotations
+
+import torch
+
+from actors.driver.generation import Group, group_advantages, train_samples, valid_samples
+from actors.rollout.actor import Completion
+from conf.config import LearnerConfig, TrainConfig
+from data.loader import PromptItem, read_instances
+from learner.objectives.advantages import ADVANTAGES
+
+
+def _episode(ended_by: str, n: int = 4) -> Completion:
+    return Completion(list(range(n)), [-0.5] * n, "patch", ended_by, [1.0, 1.0, 0.0, 1.0][:n], {"turns": []})
+
+
+def _group(completions: list[Completion]) -> Group:
+    instance = next(i for i in read_instances("demo", 0))
+    return Group("0/0/x", PromptItem(instance, [1, 2]), completions, 0, "rollout-0", episode_prompt=[9, 9, 9])
+
+
+def test_the_loss_sees_sampled_tokens_and_no_cut_or_failed_episode():
+    group = _group([_episode("submit"), _episode("max_turns"), _episode("infra"), _episode("format_errors")])
+    samples = train_samples([group], [1.0, 1.0, 0.0, -1.0])
+    assert [s.prompt_ids for s in samples] == [[9, 9, 9]] * 4  # the episodes' own prompt
+    assert [s.loss_mask for s in samples] == [[1, 1, 0, 1], [0] * 4, [0] * 4, [1, 1, 0, 1]]
+    kept = train_samples([group], [1.0, 1.0, 0.0, -1.0], keep_cut=True)
+    assert kept[1].loss_mask == [1, 1, 0, 1] and kept[2].loss_mask == [0] * 4  # infra never
+
+
+def test_a_failed_episode_is_left_out_of_its_groups_statistics():
+    groups = [
+        _group([_episode("submit"), _episode("infra"), _episode("submit")]),
+        _group([_episode("infra")] * 2 + [_episode("submit")]),
+    ]
+    valid = valid_samples(groups)
+    assert valid.tolist() == [True, False, True, False, False, True]
+    rewards = torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 1.0], dtype=torch.float64)
+    grpo = ADVANTAGES.get("grpo")
+    adv = group_advantages(rewards, valid, 3, grpo, TrainConfig())
+    expected = grpo(torch.tensor([1.0, 0.0], dtype=torch.float64), 2, LearnerConfig())
+    assert adv[:3].tolist() == [expected[0].item(), 0.0, expected[1].item()]  # its 0 is not a baseline
+    assert adv[3:].tolist() == [0.0, 0.0, 0.0]  # one valid sample: no baseline at all
