@@ -14,18 +14,10 @@ from data.loader import read_instances
 from learner.models import build_tiny_tokenizer
 from reward.execution import sandbox
 from reward.execution.runner import Runner
+from tests.actors.test_replay import FIX  # the demo instance's exact fix, as an edit turn
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
 
-FIX = """```python
-### calspan/months.py
-<<<<<<< SEARCH
-    return day.replace(year=year, month=month0 + 1)
-=======
-    # Jan 31 + 1 month: February has no 31st, so use its last day (as billing systems do).
-    return date(year, month0 + 1, min(day.day, days_in_month(year, month0 + 1)))
->>>>>>> REPLACE
-```"""
 SCRIPTS = {
     "slow": ["```bash\nsleep 1; echo slept\n```", FIX, "```submit\n```"],
     "quick": ["```bash\nls calspan\n```", "```bash\necho two\n```", FIX, "```submit\n```"],
