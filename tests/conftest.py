@@ -77,6 +77,28 @@ def tests_run(tmp_path_factory) -> SmokeRun:
     return SmokeRun(run_dir, output)
 
 
+@pytest.fixture(scope="session")
+def agent_run(tmp_path_factory) -> SmokeRun:
+    """The smoke preset with rollout.mode=agent: 16 episodes a group of up to 3 turns in sandbox
+    sessions (tests/test_agent_mode.py); its agent_* metrics are held to the README's table too."""
+    from reward.execution import sandbox
+
+    if (why := sandbox.available()) is not None:  # episodes act in sandbox sessions
+        pytest.skip(f"sandbox unavailable: {why}")
+    run_dir = tmp_path_factory.mktemp("agent") / "run"
+    proc = run_train(
+        run_dir,
+        "rollout.mode=agent",
+        "rollout.oracle_samples_per_group=0",
+        "agent.max_turns=3",
+        "agent.max_tokens=4096",
+        "learner.kl_coef=0.001",
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"the agent-mode run failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-6000:]}")
+    return SmokeRun(run_dir, proc.stdout + proc.stderr)
+
+
 class Prometheus:
     """Debian's Prometheus on 127.0.0.1 (a free port, storage in `tmp`), scraping every target
     of Ray's service discovery file `sd_file` every `scrape_s` seconds."""

@@ -8,25 +8,8 @@ from __future__ import annotations
 import pytest
 
 from reward.execution import sandbox
-from tests.conftest import SmokeRun, run_train
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
-
-
-@pytest.fixture(scope="module")
-def agent_run(tmp_path_factory) -> SmokeRun:
-    run_dir = tmp_path_factory.mktemp("agent") / "run"
-    proc = run_train(
-        run_dir,
-        "rollout.mode=agent",
-        "rollout.oracle_samples_per_group=0",
-        "agent.max_turns=3",
-        "agent.max_tokens=4096",
-        "learner.kl_coef=0.001",
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"the agent-mode run failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-6000:]}")
-    return SmokeRun(run_dir, proc.stdout + proc.stderr)
 
 
 def test_each_group_is_16_episodes_and_the_learner_trains_on_their_sampled_tokens(agent_run):

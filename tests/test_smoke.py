@@ -71,7 +71,7 @@ def test_random_model_fails_the_format(smoke_run, field):
     assert first[field] == (-1.0 if field == "reward_mean" else 1.0)
 
 
-def test_readme_documents_every_metrics_key_and_no_other(smoke_run, tests_run):
+def test_readme_documents_every_metrics_key_and_no_other(smoke_run, tests_run, agent_run):
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     table = readme.split("### Metrics", 1)[1].split("\n#", 1)[0]
     documented = {
@@ -80,8 +80,9 @@ def test_readme_documents_every_metrics_key_and_no_other(smoke_run, tests_run):
         if line.startswith("| `")
         for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])
     }
-    # The test-runner pool's counters appear with the reward kinds that run tests.
-    logged = set().union(*(m.keys() for m in smoke_run.metrics() + tests_run.metrics()))
+    # The test-runner pool's counters appear with the reward kinds that run tests, the agent_*
+    # metrics with rollout.mode=agent.
+    logged = set().union(*(m.keys() for m in smoke_run.metrics() + tests_run.metrics() + agent_run.metrics()))
     assert logged - documented == set(), "logged but not in the README's metrics table"
     assert documented - logged == {"rerun"}, "in the README's metrics table but never logged"
 

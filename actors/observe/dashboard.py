@@ -116,6 +116,28 @@ PANELS: tuple[Panel, ...] = (
         "test_unsafe_paths, test_guarded_files count hostile patches (docs/security.md): a policy "
         "learning to forge its verdict shows there first",
     ),
+    Panel(
+        "Agent episodes",
+        "short",
+        ("agent_turns_mean", "agent_turns_max", "agent_format_errors", "agent_command_timeouts"),
+        "rollout.mode=agent: turns per episode, invalid turns and command timeouts in the step",
+    ),
+    Panel(
+        "Agent actions and endings",
+        "short",
+        (
+            *("agent_actions_bash", "agent_actions_edit", "agent_actions_submit", "agent_actions_invalid"),
+            *("agent_ended_submit", "agent_ended_format_errors", "agent_ended_max_turns"),
+            *("agent_ended_max_tokens", "agent_ended_timeout", "agent_ended_infra"),
+        ),
+        "actions by kind; episodes by how they ended (infra: the session failed, not the policy)",
+    ),
+    Panel(
+        "Agent engine busy",
+        "percentunit",
+        ("agent_engine_busy_fraction",),
+        "share of the episodes' wall time the engine generated",
+    ),
     Panel("Progress", "short", ("step", "policy_version"), "step number and updates applied"),
 )
 

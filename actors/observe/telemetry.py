@@ -33,6 +33,10 @@ EXPORTED: tuple[str, ...] = (
     *("test_runs", "test_timeouts", "env_builds", "test_runner_restarts", "test_lost_jobs"),
     *("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files"),
     *("params_changed", "sync_probe_diff_before", "sync_probe_diff_after"),
+    *("agent_turns_mean", "agent_turns_max", "agent_format_errors", "agent_command_timeouts"),
+    *("agent_engine_busy_fraction", "agent_actions_bash", "agent_actions_edit", "agent_actions_submit"),
+    *("agent_actions_invalid", "agent_ended_submit", "agent_ended_format_errors", "agent_ended_max_turns"),
+    *("agent_ended_max_tokens", "agent_ended_timeout", "agent_ended_infra"),
 )
 
 
