@@ -12,7 +12,16 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from conf.config import ConfigError, DataConfig, ModelConfig, RewardConfig, RolloutConfig, TrainConfig, TrainerConfig
+from conf.config import (
+    AgentConfig,
+    ConfigError,
+    DataConfig,
+    ModelConfig,
+    RewardConfig,
+    RolloutConfig,
+    TrainConfig,
+    TrainerConfig,
+)
 
 
 @dataclass
@@ -76,7 +85,8 @@ class EvalConfig:
     timeout_s: float = TrainerConfig.phase_timeout_s
     # "oracle_context": the quick proxy (the oracle's files as context, scored by the reward);
     # "agentless": the paper's Agentless-Mini pipeline on whole repositories, resolved by tests
-    # (actors/eval/agentless_mini.py).
+    # (actors/eval/agentless_mini.py); "agent": one greedy episode per instance in a sandbox
+    # session, its final patch resolved by tests (actors/eval/episodes.py).
     mode: str = "oracle_context"
     # Local clones of the instances' repositories ("PATH" or "owner/name=PATH", as
     # reward.execution.repos): the agentless view of the repository and the sandbox's snapshots.
@@ -90,6 +100,10 @@ class EvalConfig:
     # Agentless self-check: the oracle's patch as every repair sample; with oracle_localize too,
     # every validated instance must resolve.
     oracle_repair: bool = False
+    # mode=agent: most turns of an episode (the trainer's agent.max_turns).
+    max_turns: int = AgentConfig.max_turns
+    # mode=agent: wall-clock limit of one command in the sandbox (agent.command_timeout_s).
+    command_timeout_s: float = AgentConfig.command_timeout_s
 
 
 def parse_args(argv: list[str]) -> EvalConfig:
@@ -129,12 +143,14 @@ def validate(cfg: EvalConfig) -> None:
         raise ConfigError(f"temperature={cfg.temperature}: must be > 0 (greedy answers are always made too)")
     if cfg.dtype not in ("float32", "bfloat16"):
         raise ConfigError(f"dtype={cfg.dtype!r}: accepted values are 'float32', 'bfloat16'")
-    if cfg.mode not in ("oracle_context", "agentless"):
-        raise ConfigError(f"mode={cfg.mode!r}: accepted values are 'oracle_context', 'agentless'")
+    if cfg.mode not in ("oracle_context", "agentless", "agent"):
+        raise ConfigError(f"mode={cfg.mode!r}: accepted values are 'oracle_context', 'agentless', 'agent'")
+    if cfg.max_turns < 1 or cfg.command_timeout_s <= 0:
+        raise ConfigError("max_turns must be >= 1, command_timeout_s > 0")
     if cfg.localize_top < 1 or cfg.repro_tests < 0:
         raise ConfigError("localize_top must be >= 1, repro_tests >= 0")
-    if cfg.test_workers < (0 if cfg.mode == "agentless" else 1):
-        raise ConfigError(f"test_workers={cfg.test_workers}: must be >= 1 (>= 0 with mode=agentless)")
+    if cfg.test_workers < (0 if cfg.mode in ("agentless", "agent") else 1):
+        raise ConfigError(f"test_workers={cfg.test_workers}: must be >= 1 (>= 0 with mode=agentless or agent)")
     if cfg.engines < 0 or cfg.engine_gpus < 0 or cfg.timeout_s <= 0:
         raise ConfigError("engines and engine_gpus must be >= 0, timeout_s > 0")
     if cfg.engine_gpus and (cfg.engines == 0 or cfg.engine_gpus < cfg.tensor_parallel_size):

@@ -40,6 +40,7 @@ class TurnRequest:
     prompt_ids: list[int]
     max_tokens: int
     seed: int
+    temperature: float | None = None  # None: the engine's rollout.temperature; 0: greedy (evaluation)
 
 
 @dataclass(frozen=True)
@@ -154,9 +155,15 @@ class EnginePolicy:
         max_new_tokens: int,
         max_tokens: int,
         seed: int,
+        temperature: float | None = None,
     ) -> None:
         self.batcher, self.tokenizer, self.template, self.tokens = batcher, tokenizer, template, tokens
-        self.max_new_tokens, self.max_tokens, self.seed = max_new_tokens, max_tokens, seed
+        self.max_new_tokens, self.max_tokens, self.seed, self.temperature = (
+            max_new_tokens,
+            max_tokens,
+            seed,
+            temperature,
+        )
         self._last: Sample | None = None
 
     def next_turn(self, messages: list[Message]) -> str:
@@ -167,7 +174,8 @@ class EnginePolicy:
         if room <= 0:
             raise NoMoreTurns("max_tokens")
         turn = len(self.tokens.versions)
-        request = TurnRequest(self.tokens.context(), min(self.max_new_tokens, room), (self.seed + turn) & 0x7FFFFFFF)
+        limit, seed = min(self.max_new_tokens, room), (self.seed + turn) & 0x7FFFFFFF
+        request = TurnRequest(self.tokens.context(), limit, seed, self.temperature)
         sample = self.batcher.ask(request)
         self.tokens.add_sample(sample.token_ids, sample.logprobs, sample.policy_version)
         self._last = sample
@@ -199,6 +207,7 @@ class EpisodeSpec:
     instance: Instance
     seed: int
     prompt_ids: list[int] | None = None  # the driver's (its tokenizer, the same model's); None: built here
+    temperature: float | None = None  # of every turn (None: the engine's)
 
 
 def run_agent_episodes(
@@ -224,6 +233,7 @@ def run_agent_episodes(
                 policy = EnginePolicy(
                     batcher, tokenizer, template, tokens,
                     max_new_tokens=max_new_tokens, max_tokens=cfg.max_tokens, seed=spec.seed,
+                    temperature=spec.temperature,
                 )  # fmt: skip
                 episode = run_episode(policy, session, spec.instance.problem_statement, cfg)
                 out.patch, changes = session.patch()

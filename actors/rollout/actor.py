@@ -186,7 +186,7 @@ class RolloutWorker:
         assert first is not None
         runner = self._runner(first.execution)
         specs = [
-            EpisodeSpec(r.request_id, k, t.instance, request_seed(r.seed, str(k)), r.prompt_ids)
+            EpisodeSpec(r.request_id, k, t.instance, request_seed(r.seed, str(k)), r.prompt_ids, r.temperature)
             for r, t in zip(requests, tasks, strict=True)
             if t is not None
             for k in range(r.n)
@@ -227,7 +227,9 @@ class RolloutWorker:
         from vllm.inputs import TokensPrompt
 
         params = [
-            self._sampling(GenerationRequest("turn", t.prompt_ids, 1, t.seed), SamplingParams, max_tokens=t.max_tokens)
+            self._sampling(
+                GenerationRequest("turn", t.prompt_ids, 1, t.seed, t.temperature), SamplingParams, t.max_tokens
+            )
             for t in turns
         ]
         start = time.perf_counter()
