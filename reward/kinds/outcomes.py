@@ -44,5 +44,3 @@ def score_patch(
     if run is None or kind not in ("tests", "hybrid"):
         raise ValueError(f"score_patch: kind {kind!r} needs a test run" if run is None else f"unknown kind {kind!r}")
     return tests_reward(run) if kind == "tests" else hybrid_reward(similar, run)
-
-
