@@ -19,6 +19,7 @@ Prints one JSON object.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -72,10 +73,9 @@ def _commands(snapshot: Path, env: Environment, n: int) -> dict[str, dict[str, f
     variables = {**env.variables, "PYTHONPATH": str(snapshot)}
     with Session(snapshot, env) as session:
         for name, command in commands.items():
-            in_session = _median_ms(lambda c=command: session.run(c, 30, 1 << 16), n)
-            bare = _median_ms(
-                lambda c=command: subprocess.run(["bash", "-c", c], cwd=snapshot, env=variables, capture_output=True), n
-            )
+            in_session = _median_ms(functools.partial(session.run, command, 30, 1 << 16), n)
+            bare_run = functools.partial(subprocess.run, ["bash", "-c", command], cwd=snapshot, env=variables)
+            bare = _median_ms(functools.partial(bare_run, capture_output=True), n)
             out[name] = {
                 "session_ms": in_session,
                 "bare_ms": bare,
