@@ -220,9 +220,12 @@ class Session:
     def close(self) -> None:
         """End the session: PID 1 exits, the kernel ends everything else in the namespace."""
         if not self._stopped and self._proc.poll() is None:
-            with contextlib.suppress(OSError, SessionFailed):
+            with contextlib.suppress(OSError, SessionFailed, subprocess.TimeoutExpired):
                 self._send({"op": "close"})
                 self._read_answer(5.0, "close")
+                # PID 1 exits right after answering, and the kernel ends the namespace with it:
+                # waiting for that leaves the cgroups empty (their removal then never waits).
+                self._proc.wait(timeout=5.0)
         self._stop()
 
     def __enter__(self) -> Session:
