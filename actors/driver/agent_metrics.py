@@ -14,20 +14,24 @@ ENDINGS = ("submit", "format_errors", "max_turns", "max_tokens", "timeout", "inf
 
 def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
     """{} outside agent mode; else per step: turns per episode (mean, max), actions by kind,
-    format errors, command timeouts, episodes by how they ended, the engines' busy fraction."""
+    format errors, command timeouts, episodes by how they ended, the engines' busy fraction and
+    the share of the turns' prompt tokens their prefix cache served."""
     episodes = [c for g in groups for c in g.completions if c.episode is not None]
     if not episodes:
         return {}
     turns = [len(c.episode.get("turns", [])) for c in episodes if c.episode is not None]
     actions = Counter(t["kind"] for c in episodes if c.episode is not None for t in c.episode.get("turns", []))
     ended = Counter(c.finish_reason for c in episodes)
-    busy = [float(c.episode["engine"]["busy_fraction"]) for c in episodes if c.episode and "engine" in c.episode]
+    engines = [c.episode["engine"] for c in episodes if c.episode and "engine" in c.episode]
+    busy = [float(e["busy_fraction"]) for e in engines]
+    hits = [float(e.get("prefix_hit_rate", 0.0)) for e in engines]
     out = {
         "agent_turns_mean": sum(turns) / len(turns),
         "agent_turns_max": float(max(turns)),
         "agent_format_errors": float(sum(c.episode.get("format_errors", 0) for c in episodes if c.episode)),
         "agent_command_timeouts": float(sum(c.episode.get("command_timeouts", 0) for c in episodes if c.episode)),
         "agent_engine_busy_fraction": sum(busy) / len(busy) if busy else 0.0,
+        "agent_prefix_cache_hit_rate": sum(hits) / len(hits) if hits else 0.0,
     }
     out.update({f"agent_actions_{kind}": float(actions[kind]) for kind in ACTIONS})
     out.update({f"agent_ended_{how}": float(ended[how]) for how in ENDINGS})

@@ -133,10 +133,10 @@ PANELS: tuple[Panel, ...] = (
         "actions by kind; episodes by how they ended (infra: the session failed, not the policy)",
     ),
     Panel(
-        "Agent engine busy",
+        "Agent engine",
         "percentunit",
-        ("agent_engine_busy_fraction",),
-        "share of the episodes' wall time the engine generated",
+        ("agent_engine_busy_fraction", "agent_prefix_cache_hit_rate"),
+        "share of the episodes' wall time the engine generated; of the turns' prompt tokens the prefix cache served",
     ),
     Panel("Progress", "short", ("step", "policy_version"), "step number and updates applied"),
 )

@@ -21,6 +21,7 @@ Weights arrive through a weight transport (learner/transport/): `join_weights` a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -96,6 +97,9 @@ def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, devi
         logprobs_mode="processed_logprobs",
         worker_extension_cls="actors.rollout.vllm_ext.WeightSyncExtension",
         enable_prefix_caching=True,
+        # Agent mode reads the engine's prefix-cache counters (turns share their episode's
+        # prefix); single-answer runs keep vLLM's stats off, as before.
+        disable_log_stats=cfg.mode != "agent",
         # The loading progress bar follows the actor's quiet setting (conf/logs.py actor_env).
         use_tqdm_on_load=os.environ.get("TQDM_DISABLE") != "1",
         tensor_parallel_size=devices.engine_tensor_parallel(device, cfg.tensor_parallel_size),
@@ -192,10 +196,14 @@ class RolloutWorker:
             for k in range(r.n)
         ]
         batcher = TurnBatcher(self._generate_turns)
+        queries, hits = self._prefix_counts()
         tokenizer = self.llm.get_tokenizer()
         limit = self.cfg.max_new_tokens
         episodes = run_agent_episodes(specs, batcher, runner.session, tokenizer, first.agent, max_new_tokens=limit)
         stats = batcher.stats
+        queries_after, hits_after = self._prefix_counts()
+        more_queries, more_hits = queries_after - queries, hits_after - hits
+        hit_rate = more_hits / more_queries if more_queries else 0.0
         by_request: dict[str, list[Completion]] = {r.request_id: [] for r in requests}
         for ep in episodes:
             record = {
@@ -205,7 +213,12 @@ class RolloutWorker:
                 "infra_error": ep.infra_error,
                 "versions": ep.tokens.versions,
                 "seconds": round(ep.seconds, 3),
-                "engine": {"calls": stats.calls, "requests": stats.requests, "busy_fraction": stats.busy_fraction},
+                "engine": {
+                    "calls": stats.calls,
+                    "requests": stats.requests,
+                    "busy_fraction": stats.busy_fraction,
+                    "prefix_hit_rate": hit_rate,  # prompt tokens served from the prefix cache
+                },
             }
             finish = "infra" if ep.infra_error else ep.ended_by
             by_request[ep.request_id].append(
@@ -213,6 +226,16 @@ class RolloutWorker:
             )
         version = min((v for ep in episodes for v in ep.tokens.versions[:1]), default=self.policy_version)
         return [GenerationResult(r.request_id, by_request[r.request_id], version, self.actor_id) for r in requests]
+
+    def _prefix_counts(self) -> tuple[int, int]:
+        """The engine's prefix-cache counters (prompt tokens looked up, found); zeros where its
+        stats are off (single-answer runs, an evaluation's engines)."""
+        counts = {"vllm:prefix_cache_queries": 0, "vllm:prefix_cache_hits": 0}
+        with contextlib.suppress(AssertionError, AttributeError):  # stats off: no metrics to read
+            for metric in self.llm.get_metrics():
+                if metric.name in counts:
+                    counts[metric.name] = int(getattr(metric, "value", 0))
+        return counts["vllm:prefix_cache_queries"], counts["vllm:prefix_cache_hits"]
 
     def _runner(self, execution: ExecutionConfig) -> Runner:
         """The sandbox sessions' runner of this actor (environments and snapshots on its node)."""
