@@ -43,3 +43,44 @@ def test_a_failed_episode_is_left_out_of_its_groups_statistics():
     expected = grpo(torch.tensor([1.0, 0.0], dtype=torch.float64), 2, LearnerConfig())
     assert adv[:3].tolist() == [expected[0].item(), 0.0, expected[1].item()]  # its 0 is not a baseline
     assert adv[3:].tolist() == [0.0, 0.0, 0.0]  # one valid sample: no baseline at all
+
+
+class _Fleet:
+    """Records what the driver queues (the fleet's submit)."""
+
+    def __init__(self) -> None:
+        self.submitted: list = []
+
+    def submit(self, requests: list) -> None:
+        self.submitted += requests
+
+
+def test_a_resumed_run_queues_the_same_episodes_for_the_same_step(tmp_path):
+    """What resume rests on in agent mode: from the checkpoint's loader cursor, the step's
+    requests (ids, seeds, prompts, instances) are the ones the killed run queued, so its
+    episodes are regenerated as they were, none lost and none added."""
+    from actors.driver.generation import Rollouts
+    from data.loader import InstanceLoader
+    from learner.models import build_tiny_tokenizer
+    from transformers import AutoTokenizer
+
+    build_tiny_tokenizer(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    cfg = TrainConfig()
+    cfg.rollout.mode, cfg.trainer.prompts_per_step = "agent", 2
+
+    def queued(state: dict | None, steps: range) -> tuple[list, dict]:
+        loader = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed)
+        if state is not None:
+            loader.load_state_dict(state)
+        fleet = _Fleet()
+        rollouts = Rollouts(cfg, loader, fleet, tokenizer)  # type: ignore[arg-type]
+        for s in steps:
+            rollouts.prefetch(s)
+        return fleet.submitted, rollouts.loader_state(steps[-1])
+
+    first_run, cursor = queued(None, range(2))  # steps 0 and 1 queued; the run is killed in step 1
+    resumed, _ = queued(cursor, range(1, 2))  # the resumed run starts at step 1 from that cursor
+    key = lambda r: (r.prompt_ids, r.n, r.seed, r.episode.instance.instance_id)  # noqa: E731
+    assert [key(r) for r in first_run[2:]] == [key(r) for r in resumed]
+    assert all(r.episode is not None and r.n == cfg.group_size for r in resumed)
