@@ -4,11 +4,13 @@ how a group's statistics leave out the episodes the infrastructure failed."""
 from __future__ import annotations
 
 import torch
+from transformers import AutoTokenizer
 
-from actors.driver.generation import Group, group_advantages, train_samples, valid_samples
+from actors.driver.generation import Group, Rollouts, group_advantages, train_samples, valid_samples
 from actors.rollout.actor import Completion
 from conf.config import LearnerConfig, TrainConfig
-from data.loader import PromptItem, read_instances
+from data.loader import InstanceLoader, PromptItem, read_instances
+from learner.models import build_tiny_tokenizer
 from learner.objectives.advantages import ADVANTAGES
 
 
@@ -59,11 +61,6 @@ def test_a_resumed_run_queues_the_same_episodes_for_the_same_step(tmp_path):
     """What resume rests on in agent mode: from the checkpoint's loader cursor, the step's
     requests (ids, seeds, prompts, instances) are the ones the killed run queued, so its
     episodes are regenerated as they were, none lost and none added."""
-    from actors.driver.generation import Rollouts
-    from data.loader import InstanceLoader
-    from learner.models import build_tiny_tokenizer
-    from transformers import AutoTokenizer
-
     build_tiny_tokenizer(tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(tmp_path)
     cfg = TrainConfig()
