@@ -47,6 +47,7 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 _DEVICES = ("null", "zero", "random", "urandom")
@@ -87,7 +88,7 @@ def _tmpfs(target: Path, size_mb: int, mode: str = "1777") -> None:
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode={mode}")
 
 
-def build_root(spec: dict) -> Path:
+def build_root(spec: dict, paths: ModuleType) -> Path:
     scratch, limits = Path(spec["scratch"]), spec["limits"]
     root = scratch / "root"
     _tmpfs(root, 64, mode="0755")
@@ -113,7 +114,7 @@ def build_root(spec: dict) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     lower = ":".join([*spec.get("layers", ()), spec["snapshot"]])  # the build's products over the commit's files
     _mount("overlay", work, "overlay", 0, f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}")
-    _apply_changes(_load_paths(spec["paths_module"]), spec["changes"], work, spec["uid"])  # before any repo code
+    _apply_changes(paths, spec["changes"], work, spec["uid"])  # before any repo code
     (root / "dev").mkdir()
     _mount("tmpfs", root / "dev", "tmpfs", MS_NOSUID, "size=1m,mode=0755")
     for device in _DEVICES:
@@ -161,17 +162,8 @@ def start_servers(servers: list[dict], logs: list, spec: dict) -> str | None:
     why one did not come up (with the end of its output)."""
     for server, log in zip(servers, logs, strict=True):
         try:
-            proc = subprocess.Popen(
-                server["argv"],
-                env=server["env"],
-                cwd="/",
-                user=spec["uid"],
-                group=spec["uid"],
-                extra_groups=[],
-                preexec_fn=lambda: _limit(spec["limits"]),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
+            proc = as_nobody(
+                server["argv"], spec, env=server["env"], cwd="/", stdin=subprocess.DEVNULL, stdout=log, stderr=log
             )
         except OSError as exc:
             return f"server {server['name']}: cannot start {server['argv'][0]}: {exc}"
@@ -228,6 +220,21 @@ def _limit(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def as_nobody(argv: list[str], spec: dict, *, env: dict, cwd: str, **popen: Any) -> subprocess.Popen:
+    """Start `argv` as the sandbox's user: uid/gid 65534, no groups, the run's rlimits (the
+    command, the servers, and a session's commands: workspace_inside.py)."""
+    return subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        user=spec["uid"],
+        group=spec["uid"],
+        extra_groups=[],
+        preexec_fn=lambda: _limit(spec["limits"]),
+        **popen,
+    )
+
+
 class _ReportReader(threading.Thread):
     """Reads the command's report pipe until EOF, keeping at most `cap` bytes (the rest is
     drained, so a writer never blocks, and marks the report as over the limit)."""
@@ -266,7 +273,8 @@ def main(spec_path: str) -> int:
     servers, failed = spec["servers"], None
     if spec["loopback"]:
         loopback_up()
-    root = build_root(spec)
+    paths = _load_paths(spec["paths_module"])  # before the chroot hides it
+    root = build_root(spec, paths)
     try:  # a host without the per-namespace sysctl or a regular /etc/hosts: the servers' failure
         if servers:
             allow_ports_from(min(server["port"] for server in servers))
@@ -280,7 +288,6 @@ def main(spec_path: str) -> int:
     # the chroot no path names it.
     upper = os.open(Path(spec["scratch"]) / "upper" / "data", os.O_RDONLY | os.O_DIRECTORY) if "session" in spec else -1
     serving = _load_paths(str(Path(__file__).with_name("workspace_inside.py"))) if "session" in spec else None
-    paths = _load_paths(spec["paths_module"]) if serving else None
     os.chroot(root)
     os.chdir("/")
     if failed is None:
@@ -291,17 +298,14 @@ def main(spec_path: str) -> int:
         return 125
     if serving is not None:  # many commands, one at a time, on the host's requests (workspace_inside.py)
         keep = {int(name) for name in os.listdir("/proc") if name.isdigit() and name != "1"}  # the servers
-        return int(serving.serve(spec, paths, _limit, keep, upper))
+        return int(serving.serve(spec, paths, as_nobody, keep, upper))
     read_fd, write_fd = os.pipe()
     try:
-        child = subprocess.Popen(
+        child = as_nobody(
             spec["argv"],
+            spec,
             env={**spec["env"], "SWE_RL_REPORT_FD": str(write_fd)},
             cwd=spec["workdir"],
-            user=spec["uid"],
-            group=spec["uid"],
-            extra_groups=[],
-            preexec_fn=lambda: _limit(spec["limits"]),
             pass_fds=(write_fd,),  # and nothing else: the host's report descriptor stays here
         )
     except OSError as exc:

@@ -41,6 +41,8 @@ from typing import Any
 
 _SHELLS = ("/bin/bash", "/usr/bin/bash", "/bin/sh")
 _OPAQUE = "trusted.overlay.opaque"
+# inside.as_nobody: starts a process as the sandbox's user with the run's rlimits.
+Spawn = Callable[..., subprocess.Popen]
 _SWEEP_ROUNDS = 200  # kill-and-reap rounds after a command (a forking loop is capped by the pids cgroup)
 
 
@@ -80,19 +82,16 @@ def _sweep(keep: set[int]) -> None:
         time.sleep(0.001)
 
 
-def _run(request: dict, spec: dict, limit: Callable[[dict], None], keep: set[int]) -> dict:
+def _run(request: dict, spec: dict, spawn: Spawn, keep: set[int]) -> dict:
     shell = next((s for s in _SHELLS if os.path.exists(s)), "/bin/sh")
     read_fd, write_fd = os.pipe()
     start = time.monotonic()
     try:
-        child = subprocess.Popen(
+        child = spawn(
             [shell, "-c", request["command"]],
+            spec,
             env=spec["env"],
             cwd=spec["workdir"],
-            user=spec["uid"],
-            group=spec["uid"],
-            extra_groups=[],
-            preexec_fn=lambda: limit(spec["limits"]),
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
@@ -170,7 +169,7 @@ def _answer(fd: int, answer: dict) -> None:
         view = view[os.write(fd, view) :]
 
 
-def serve(spec: dict, paths: ModuleType, limit: Callable[[dict], None], keep: set[int], upper: int) -> int:
+def serve(spec: dict, paths: ModuleType, spawn: Spawn, keep: set[int], upper: int) -> int:
     """Answer the host's requests until it says close or its pipe ends; the exit status."""
     session = spec["session"]
     work = Path(spec["workdir"])
@@ -182,7 +181,7 @@ def serve(spec: dict, paths: ModuleType, limit: Callable[[dict], None], keep: se
         op = request["op"]
         try:
             if op == "run":
-                answer = _run(request, spec, limit, keep)
+                answer = _run(request, spec, spawn, keep)
             elif op == "read":
                 data = paths.read_beneath(work, paths.repo_path(request["path"]))
                 answer = {"data": None if data is None else base64.b64encode(data).decode()}
