@@ -384,7 +384,8 @@ class Environments:
                 with tempfile.TemporaryDirectory(prefix=f".{dest.name}.build-", dir=dest.parent) as out:
                     python = str(target / "bin" / "python")
                     self._sandboxed_pip(python, spec, snapshot, target, Path(out))
-                    _keep_products(Path(out), snapshot, spec.pythonpath, dest)
+                    if not _keep_products(Path(out), snapshot, spec.pythonpath, dest):
+                        dest.mkdir()  # this commit compiles none: an empty layer, not a rebuild every run
         return dest
 
     def _build(self, spec: EnvSpec, snapshot: Path | None, target: Path) -> None:

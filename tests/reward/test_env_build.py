@@ -271,3 +271,20 @@ def test_a_pin_without_a_wheel_whose_source_fails_moves_to_its_line_in_wheels(tm
     for retried in commands[1:]:
         assert "numpy<1.20,>=1.19.2" in retried and retried[retried.index("--only-binary") + 1] == "numpy"
     assert len(commands) == 3 and "no wheel here and its source did not build" in caplog.text
+
+
+def test_a_commit_that_compiles_nothing_gets_an_empty_layer_once(tmp_path, monkeypatch):
+    """An environment that compiled modules for one commit may meet a commit that compiles none:
+    that commit's layer is empty and kept, so its build is not run again on every test run."""
+    from reward.execution import environments
+
+    first, second = _compiled_snapshot(tmp_path, "a", 1), _compiled_snapshot(tmp_path, "b", 2)
+    spec = EnvSpec(python="3.11", install="snapshot")
+    envs = Environments(tmp_path / "envs")
+    envs.ensure(spec, first)
+    builds: list[Path] = []
+    real_pip = Environments._sandboxed_pip
+    monkeypatch.setattr(environments, "_keep_products", lambda *args: False)  # as if the build left no .so
+    monkeypatch.setattr(Environments, "_sandboxed_pip", lambda self, *a: builds.append(a[2]) or real_pip(self, *a))
+    layers = [envs.ensure(spec, second).layers for _ in range(3)]
+    assert builds == [second] and layers[0] == layers[2] and not any(Path(layers[0][0]).iterdir())
