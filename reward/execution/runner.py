@@ -60,7 +60,13 @@ from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
 from reward.execution import sandbox, services
-from reward.execution.environments import EnvironmentFailed, Environments, EnvSpec, InterpreterUnavailable
+from reward.execution.environments import (
+    Environment,
+    EnvironmentFailed,
+    Environments,
+    EnvSpec,
+    InterpreterUnavailable,
+)
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
@@ -173,10 +179,7 @@ class Runner:
         Raises SessionFailed naming why it could not start (no snapshot, no interpreter, the
         environment failed): an infrastructure failure, never the policy's."""
         try:
-            spec = EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC
-            snapshot = self.snapshots.path(instance, spec)
-            env = self.envs.ensure(spec, snapshot)
-            servers = services.servers(spec.services, self.envs)
+            spec, snapshot, env, servers = self._prepare(instance)
         except (SnapshotUnavailable, InterpreterUnavailable, EnvironmentFailed, ValueError) as exc:
             raise SessionFailed(f"{instance.instance_id}: {type(exc).__name__}: {exc}") from None
         return Session(
@@ -186,6 +189,15 @@ class Runner:
             loopback=spec.network == "loopback",
             servers=servers,
         )
+
+    def _prepare(self, instance: Instance) -> tuple[EnvSpec, Path, Environment, tuple[sandbox.Server, ...]]:
+        """What a test run and a session of the instance both stand on: its spec, its snapshot,
+        its environment (built on first use) and its stand-in services. Raises
+        SnapshotUnavailable, InterpreterUnavailable, EnvironmentFailed or ValueError."""
+        spec = EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC
+        snapshot = self.snapshots.path(instance, spec)
+        env = self.envs.ensure(spec, snapshot)
+        return spec, snapshot, env, services.servers(spec.services, self.envs)
 
     def run(self, job: TestJob) -> TestRun:
         try:
@@ -197,10 +209,7 @@ class Runner:
         inst = job.instance
         fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
         try:
-            spec = EnvSpec.from_json(inst.environment) or HOST_DEMO_SPEC
-            snapshot = self.snapshots.path(inst, spec)
-            env = self.envs.ensure(spec, snapshot)
-            servers = services.servers(spec.services, self.envs)
+            spec, snapshot, env, servers = self._prepare(inst)
         except SnapshotUnavailable as exc:
             return fail("no_snapshot", str(exc))
         except InterpreterUnavailable as exc:

@@ -99,7 +99,6 @@ class Session:
         limits: SessionLimits = SessionLimits(),
         loopback: bool = False,
         servers: Sequence[sandbox.Server] = (),
-        extra_ro: Sequence[str] = (),
     ) -> None:
         self.snapshot, self.env, self.limits = snapshot, env, limits
         start = time.monotonic()
@@ -109,7 +108,7 @@ class Session:
             ["session"],
             snapshot,
             env.generated,
-            (*env.ro_paths, *extra_ro),
+            env.ro_paths,
             variables,
             limits.sandbox,
             "/testbed",
@@ -179,8 +178,10 @@ class Session:
         files: dict[str, str | None] = {}
         left_out = {rel: str(why) for rel, why in raw["other"].items() if not ignored(rel)}
         for rel, encoded in raw["files"].items():
-            if ignored(rel) or (problem := path_problem(rel)) is not None:
-                left_out.update({} if ignored(rel) else {rel: f"not a repository path: {problem}"})
+            if ignored(rel):
+                continue
+            if (problem := path_problem(rel)) is not None:
+                left_out[rel] = f"not a repository path: {problem}"
                 continue
             data = base64.b64decode(encoded)
             if data == self._original(rel):
