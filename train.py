@@ -73,7 +73,8 @@ class Trainer:
         device, timeout = devices.of_run(cfg), cfg.trainer.phase_timeout_s
         run = Runtime(models.resolve(cfg.model), cfg.model.dtype, cfg.seed, device, timeout, verbose)
         self.tokenizer = models.tokenizer(run.model_path)
-        self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed)
+        prompts = Rollouts.messages(cfg)  # the paper's, or with rollout.mode=agent the episode's
+        self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed, messages=prompts)
         if REWARDS.get(cfg.reward.kind).uses_test_pool:
             self.loader.require_test_labels(f"reward.kind={cfg.reward.kind}")
         r = cfg.ray

@@ -16,7 +16,7 @@ Each prompt shows its instance's files in an order drawn from (seed, instance_id
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,20 +85,31 @@ class InstanceLoader:
     heldout_fraction: float = 0.0
     max_prompt_tokens: int = 3072
     split: str = "train"  # "train" or "heldout"
+    # The chat messages of an instance's prompt, from the instance and the seed: the paper's
+    # (its files shuffled by the seed), or an agent episode's (rollout.mode=agent: the task alone).
+    messages: Callable[[Instance, int], list[dict[str, str]]] = build_messages
     epoch: int = 0
     position: int = 0  # index into the current epoch's order of all rows
     stats: LoaderStats = field(default_factory=LoaderStats)
 
     @classmethod
-    def from_config(cls, cfg: DataConfig, tokenizer: Any, *, seed: int) -> InstanceLoader:
-        """The training split of `data.path`, in the order `seed` draws; a directory must carry
-        its `data.build` manifest unless `data.require_manifest=false`."""
+    def from_config(
+        cls,
+        cfg: DataConfig,
+        tokenizer: Any,
+        *,
+        seed: int,
+        messages: Callable[[Instance, int], list[dict[str, str]]] = build_messages,
+    ) -> InstanceLoader:
+        """The training split of `data.path`, in the order `seed` draws, prompted by `messages`;
+        a directory must carry its `data.build` manifest unless `data.require_manifest=false`."""
         loader = cls(
             cfg.path,
             tokenizer,
             seed=seed,
             heldout_fraction=cfg.heldout_fraction,
             max_prompt_tokens=cfg.max_prompt_tokens,
+            messages=messages,
         )
         directory = resolve_path(cfg.path)
         if directory.is_dir() and cfg.require_manifest:
@@ -174,7 +185,7 @@ class InstanceLoader:
         if is_heldout(instance.instance_id, self.heldout_fraction) != (self.split == "heldout"):
             self.stats.skipped_heldout += 1
             return None
-        ids = encode_prompt(self.tokenizer, build_messages(instance, self.seed))
+        ids = encode_prompt(self.tokenizer, self.messages(instance, self.seed))
         if len(ids) > self.max_prompt_tokens:
             self.stats.dropped_too_long += 1
             return None

@@ -37,6 +37,7 @@ from typing import Any, Literal, Protocol
 from actors.agent.actions import Action, ActionKind, parse_turn
 from conf.config import AgentConfig
 from data.paths import path_problem
+from data.schema import Instance
 from reward.apply import MAX_CONTENT_CHARS, apply_path_edits
 from reward.execution.workspace import CommandResult
 from reward.parse import Rejected, quote
@@ -165,6 +166,13 @@ Your changes to the repository are then final.
 A turn with no action, or with more than one, is not carried out; after
 {cfg.max_format_errors} such turns in a row the work stops. You have at most {cfg.max_turns}
 turns."""
+
+
+def task_messages(cfg: AgentConfig, instance: Instance, seed: int = 0) -> list[dict[str, str]]:
+    """An episode's prompt as chat messages: the system prompt and the issue. The training
+    loader's prompt builder in rollout.mode=agent (data/loader.py `messages`: the seed orders
+    the paper's files, and an episode's prompt has none), evaluation's and the engine's."""
+    return [{"role": "system", "content": system_prompt(cfg)}, {"role": "user", "content": instance.problem_statement}]
 
 
 def run_episode(

@@ -28,9 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.agent.episode import Message, NoMoreTurns, run_episode, system_prompt
-from actors.agent.tokens import EpisodeTokens, Template, observation_ids, prompt_ids
+from actors.agent.episode import Message, NoMoreTurns, run_episode, task_messages
+from actors.agent.tokens import EpisodeTokens, Template, observation_ids
 from conf.config import AgentConfig
+from data.prompt import encode_prompt
 from data.schema import Instance
 from reward.execution.workspace import Session, SessionFailed
 
@@ -221,10 +222,9 @@ def run_agent_episodes(
 ) -> list[AgentEpisode]:
     """Every spec's episode, in flight together; the results in the specs' order."""
     template = Template.of(tokenizer)
-    system = system_prompt(cfg)
 
     def one(spec: EpisodeSpec) -> AgentEpisode:
-        prompt = spec.prompt_ids or prompt_ids(tokenizer, system, spec.instance.problem_statement)
+        prompt = spec.prompt_ids or encode_prompt(tokenizer, task_messages(cfg, spec.instance))
         tokens = EpisodeTokens(list(prompt))
         out = AgentEpisode(spec.request_id, spec.index, tokens)
         start = time.monotonic()

@@ -23,17 +23,10 @@ message's content, and between that and the next assistant content.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 _ASSISTANT, _USER = "\ue000ASSISTANT\ue000", "\ue000USER\ue000"  # private-use sentinels no text contains
-
-
-def _ids(encoded: Any) -> list[int]:
-    if isinstance(encoded, Mapping):  # transformers 5 may return a BatchEncoding
-        encoded = encoded["input_ids"]
-    return [int(i) for i in encoded]
 
 
 @dataclass(frozen=True)
@@ -98,10 +91,4 @@ def observation_ids(tokenizer: Any, template: Template, observation: str, ended_
     assistant turn's end (all of it when the sample was cut before its eos), the user message,
     and the next assistant turn's opening."""
     head = template.after_assistant[len(template.end_of_turn) :] if ended_with_eos else template.after_assistant
-    return _ids(tokenizer.encode(head + observation + template.after_user, add_special_tokens=False))
-
-
-def prompt_ids(tokenizer: Any, system: str, task: str) -> list[int]:
-    """The episode's prompt: the system message and the task, ending with the assistant's opening."""
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": task}]
-    return _ids(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+    return [int(i) for i in tokenizer.encode(head + observation + template.after_user, add_special_tokens=False)]

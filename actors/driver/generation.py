@@ -23,18 +23,20 @@ A group's request id is "<step>/<slot>/<instance_id>" and its sampling seed is d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from actors.agent.episode import system_prompt
-from actors.agent.tokens import prompt_ids as agent_prompt_ids
+from actors.agent.episode import task_messages
 from actors.rollout.actor import Completion, EpisodeTask, GenerationRequest, GenerationResult, request_seed
 from actors.rollout.fleet import RolloutFleet
 from conf.config import TrainConfig
 from data.loader import InstanceLoader, PromptItem
+from data.prompt import build_messages
+from data.schema import Instance
 from learner.batch import TrainSample
 from learner.objectives.advantages import Estimator
 from learner.objectives.overlong import length_penalty
@@ -56,12 +58,6 @@ class Group:
     completions: list[Completion]  # group_size of them; oracle-injected ones last
     policy_version: int  # of the engine weights that sampled the group
     actor_id: str
-    episode_prompt: list[int] | None = None  # agent mode: the episodes' prompt ids (the request's)
-
-    def prompt_ids(self, completion: Completion) -> list[int]:
-        """The prompt the completion was sampled after: an agent episode's own (its system
-        prompt and task: the request's), else the item's."""
-        return self.episode_prompt if completion.episode is not None and self.episode_prompt else self.item.prompt_ids
 
     @property
     def sampled(self) -> list[Completion]:
@@ -88,7 +84,7 @@ def train_samples(groups: Sequence[Group], advantages: Sequence[float], keep_cut
             mask = [0.0] * len(c.token_ids)
         samples.append(
             TrainSample(
-                g.prompt_ids(c),
+                g.item.prompt_ids,
                 c.token_ids,
                 c.logprobs if c.finish_reason != "oracle" else None,
                 float(a),
@@ -145,6 +141,13 @@ class Rollouts:
         self.pending: dict[int, tuple[list[PromptItem], dict[str, Any]]] = {}  # step -> (items, cursor before)
         self.extra_slots: dict[int, int] = {}  # step -> its next free slot for dynamic sampling's prompts
 
+    @staticmethod
+    def messages(cfg: TrainConfig) -> Callable[[Instance, int], list[dict[str, str]]]:
+        """How the loader prompts an instance: the paper's prompt (the issue and its files), or
+        with rollout.mode=agent the agent's system prompt and the issue (the episode reads the
+        files itself); data.max_prompt_tokens then counts that prompt."""
+        return functools.partial(task_messages, cfg.agent) if cfg.rollout.mode == "agent" else build_messages
+
     def prefetch(self, step: int) -> None:
         for ahead in range(self.lookahead + 1):
             if step + ahead not in self.pending:
@@ -160,10 +163,10 @@ class Rollouts:
     def _request(self, step: int, slot: int, item: PromptItem) -> GenerationRequest:
         rid = request_id(step, slot, item.instance_id)
         seed = request_seed(self.cfg.seed, rid)
-        if self.cfg.rollout.mode == "agent":  # the group is group_size episodes in the instance's sandbox
+        task = None  # agent mode: the group is group_size episodes in the instance's sandbox
+        if self.cfg.rollout.mode == "agent":
             task = EpisodeTask(item.instance, self.cfg.agent, self.cfg.reward.execution)
-            return GenerationRequest(rid, self._agent_prompt(item), self.cfg.group_size, seed, episode=task)
-        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, seed)
+        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, seed, episode=task)
 
     def collect(self, step: int, policy_version: int) -> tuple[list[Group], int]:
         """The step's groups in prompt order, and how many were dropped as too stale."""
@@ -197,9 +200,4 @@ class Rollouts:
         oracle = oracle_completion(self.tokenizer, item.instance) if k else None
         if oracle is not None:
             completions = completions[:-k] + [Completion(oracle[1], [], oracle[0], "oracle")] * k
-        prompt = self._agent_prompt(item) if self.cfg.rollout.mode == "agent" else None
-        return Group(result.request_id, item, completions, result.policy_version, result.actor_id, prompt)
-
-    def _agent_prompt(self, item: PromptItem) -> list[int]:
-        """An agent episode's prompt ids: the agent's system prompt and the issue (tokens.py)."""
-        return agent_prompt_ids(self.tokenizer, system_prompt(self.cfg.agent), item.instance.problem_statement)
+        return Group(result.request_id, item, completions, result.policy_version, result.actor_id)

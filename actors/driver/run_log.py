@@ -160,7 +160,7 @@ class RunLog:
                                 "policy_version": None if c.finish_reason == "oracle" else g.policy_version,
                                 "actor_id": g.actor_id,
                                 "finish_reason": c.finish_reason,
-                                "prompt_tokens": len(g.prompt_ids(c)),
+                                "prompt_tokens": len(g.item.prompt_ids),
                                 "completion_tokens": len(c.token_ids),
                                 "reward": s.result.reward,
                                 "error": s.result.error,

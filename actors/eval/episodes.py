@@ -28,8 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from actors.agent.episode import system_prompt
-from actors.agent.tokens import prompt_ids
+from actors.agent.episode import task_messages
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
 from actors.rollout.actor import EpisodeTask, GenerationRequest, request_seed
@@ -37,6 +36,7 @@ from conf.config import AgentConfig, ExecutionConfig
 from conf.eval import EvalConfig
 from conf.io import write_text
 from conf.progress import Progress
+from data.prompt import encode_prompt
 from data.schema import Instance
 from reward.execution.predictions import report
 from reward.execution.runner import TestJob
@@ -76,7 +76,7 @@ def evaluate(cfg: EvalConfig) -> tuple[dict[str, Any], list[dict[str, str]], lis
         requests = []
         for inst in chosen:
             rid = f"agent/{inst.instance_id}"
-            prompt = prompt_ids(tokenizer, system_prompt(agent), inst.problem_statement)
+            prompt = encode_prompt(tokenizer, task_messages(agent, inst))
             task = EpisodeTask(inst, agent, execution)
             requests.append(GenerationRequest(rid, prompt, 1, request_seed(cfg.seed, rid), 0.0, episode=task))
         begin = time.monotonic()

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from actors.agent.tokens import EpisodeTokens, Template, observation_ids, prompt_ids
+from actors.agent.tokens import EpisodeTokens, Template, observation_ids
+from data.prompt import encode_prompt
 from learner.models import build_tiny_tokenizer
+
+SYSTEM, TASK = {"role": "system", "content": "system words"}, {"role": "user", "content": "the task"}
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +27,7 @@ def test_an_episode_decodes_to_the_templates_conversation_and_masks_only_the_sam
     assert template.end_of_turn == "<|im_end|>" and template.after_user.endswith("<|im_start|>assistant\n")
     turns = ["Look first.\n```bash\nls\n```", "Fix it.\n```submit\n```"]
     observation = "Exit code: 0\nOutput:\nsetup.py\n"
-    episode = EpisodeTokens(prompt_ids(tokenizer, "system words", "the task"))
+    episode = EpisodeTokens(encode_prompt(tokenizer, [SYSTEM, TASK]))
     first = tokenizer.encode(turns[0], add_special_tokens=False) + [tokenizer.eos_token_id]  # stopped at its eos
     episode.add_sample(first, [-0.5] * len(first), version=3)
     episode.add_appended(observation_ids(tokenizer, template, observation, ended_with_eos=True))
@@ -32,8 +35,8 @@ def test_an_episode_decodes_to_the_templates_conversation_and_masks_only_the_sam
     cut = tokenizer.encode(turns[1], add_special_tokens=False)  # cut by the length limit: no eos
     episode.add_sample(cut, [-0.25] * len(cut), version=4)
     messages = [
-        {"role": "system", "content": "system words"},
-        {"role": "user", "content": "the task"},
+        SYSTEM,
+        TASK,
         {"role": "assistant", "content": turns[0]},
         {"role": "user", "content": observation},
     ]

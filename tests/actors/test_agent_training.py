@@ -6,10 +6,12 @@ from __future__ import annotations
 import torch
 from transformers import AutoTokenizer
 
+from actors.agent.episode import task_messages
 from actors.driver.generation import Group, Rollouts, group_advantages, train_samples, valid_samples
 from actors.rollout.actor import Completion
 from conf.config import LearnerConfig, TrainConfig
 from data.loader import InstanceLoader, PromptItem, read_instances
+from data.prompt import encode_prompt
 from learner.models import build_tiny_tokenizer
 from learner.objectives.advantages import ADVANTAGES
 
@@ -20,7 +22,7 @@ def _episode(ended_by: str, n: int = 4) -> Completion:
 
 def _group(completions: list[Completion]) -> Group:
     instance = next(i for i in read_instances("demo", 0))
-    return Group("0/0/x", PromptItem(instance, [1, 2]), completions, 0, "rollout-0", episode_prompt=[9, 9, 9])
+    return Group("0/0/x", PromptItem(instance, [9, 9, 9]), completions, 0, "rollout-0")  # the episodes' prompt
 
 
 def test_the_loss_sees_sampled_tokens_and_no_cut_or_failed_episode():
@@ -67,7 +69,7 @@ def test_a_resumed_run_queues_the_same_episodes_for_the_same_step(tmp_path):
     cfg.rollout.mode, cfg.trainer.prompts_per_step = "agent", 2
 
     def queued(state: dict | None, steps: range) -> tuple[list, dict]:
-        loader = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed)
+        loader = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed, messages=Rollouts.messages(cfg))
         if state is not None:
             loader.load_state_dict(state)
         fleet = _Fleet()
@@ -81,3 +83,7 @@ def test_a_resumed_run_queues_the_same_episodes_for_the_same_step(tmp_path):
     key = lambda r: (r.prompt_ids, r.n, r.seed, r.episode.instance.instance_id)  # noqa: E731
     assert [key(r) for r in first_run[2:]] == [key(r) for r in resumed]
     assert all(r.episode is not None and r.n == cfg.group_size for r in resumed)
+    # The episode's prompt is the agent's system prompt and the issue, not the paper's files.
+    (request, *_) = resumed
+    messages = task_messages(cfg.agent, request.episode.instance)
+    assert request.prompt_ids == encode_prompt(tokenizer, messages)
