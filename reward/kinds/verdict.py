@@ -23,7 +23,7 @@ from data.patching import created_files, files_patch
 from reward.apply import apply_edits
 from reward.core import RewardResult, oracle_diffs, score_with_oracle_diffs
 from reward.execution.pool import TestPool
-from reward.execution.runner import TestJob
+from reward.execution.runner import TestJob, TestRun
 from reward.kinds.interface import REWARDS, RewardKind
 from reward.kinds.outcomes import hybrid_reward, score_patch, tests_reward
 from reward.parse import Rejected, parse_output
@@ -70,11 +70,20 @@ class _RunsTests(RewardKind):
     kind_name = "tests"
 
     def score_patches(self, items: list[tuple[Instance, str]]) -> list[RewardResult]:
-        """Each patch's test run on the pool (in parallel), combined as score_patch does."""
-        runs = [self.pool.run.remote(TestJob(inst, patch, job_id=str(i))) for i, (inst, patch) in enumerate(items)]
+        """Each patch's test run on the pool (in parallel), combined as score_patch does. An
+        empty patch (an episode that changed nothing) is not run: on a labelled instance (the
+        trainer refuses others with these kinds) its FAIL_TO_PASS tests fail, so it is
+        unresolved, as reward.execute counts an empty prediction without running it."""
+        refs = {
+            i: self.pool.run.remote(TestJob(inst, patch, job_id=str(i)))
+            for i, (inst, patch) in enumerate(items)
+            if patch.strip()
+        }
+        done = dict(zip(refs, ray.get(list(refs.values())), strict=True))
+        unchanged = lambda i, inst: TestRun(str(i), inst.instance_id, "ok", resolved=False)  # noqa: E731
         return [
-            score_patch(self.kind_name, inst, patch, run, self.cfg.max_pair_seconds)
-            for (inst, patch), run in zip(items, ray.get(runs), strict=True)
+            score_patch(self.kind_name, inst, patch, done.get(i) or unchanged(i, inst), self.cfg.max_pair_seconds)
+            for i, (inst, patch) in enumerate(items)
         ]
 
     def stats(self) -> dict[str, float]:

@@ -112,3 +112,22 @@ def test_an_unsafe_answer_path_is_malformed_for_the_kinds_that_run_tests(local_r
     for path, result in zip(paths, results, strict=True):
         assert result.reward == -1.0 and "unsafe path" in (result.error or ""), (path, result)
     assert list(host.iterdir()) == []
+
+
+@pytest.mark.parametrize(("kind", "rewards"), [("tests", [1.0, 0.0]), ("hybrid", [1.0, 0.0])])
+def test_final_patches_are_scored_by_their_test_runs_and_an_empty_one_runs_none(local_ray, tmp_path, kind, rewards):
+    """An agent episode's final patch (RewardKind.score_patches): the oracle patch resolves;
+    an episode that changed nothing is unresolved without a test run."""
+    from conf.config import RewardConfig
+    from reward.kinds import make_reward
+
+    inst = next(i for i in map(Instance.from_row, load_demo_rows()) if i.instance_id == "demo__calspan-3")
+    execution = ExecutionConfig(num_runners=1, num_cpus=0.5, cache_dir=str(tmp_path / "cache"))
+    reward = make_reward(RewardConfig(kind=kind, execution=execution))
+    try:
+        results = reward.score_patches([(inst, inst.patch), (inst, "")])
+        runs = reward.stats()["test_runs"]
+    finally:
+        reward.shutdown()
+    assert [r.reward for r in results] == rewards and [r.resolved for r in results] == [True, False]
+    assert results[1].error == "unresolved" and runs == 1  # the oracle's run only
