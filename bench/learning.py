@@ -22,6 +22,7 @@ from actors.rollout.actor import GenerationRequest
 from conf import config
 from data.demo import demo_parquet_path
 from data.loader import PromptItem
+from reward.core import exact_match, oracle_diffs, score_with_oracle_diffs
 
 INSTANCE = "demo__calspan-3"
 EVAL_SEED = 1234  # the sampling seed of every fixed-seed measurement
@@ -66,6 +67,24 @@ def fixed_seed_reward(trainer: Any, item: PromptItem, samples: int = 256) -> tup
     jobs = [ScoreJob(f"eval/{j}", item.instance_id, c.text) for j, c in enumerate(result.completions)]
     rewards = [s.result.reward for s in trainer.rewards.score(jobs, {item.instance_id: item.instance})]
     return float(np.mean(rewards)), float(np.mean([r == -1 for r in rewards]))
+
+
+def fixed_seed_scores(trainer: Any, item: PromptItem, samples: int = 256) -> dict[str, float]:
+    """The same samples as fixed_seed_reward, scored here by the paper's rule whatever kind the
+    run trains with (so that runs with other reward kinds compare on one scale): the mean
+    similarity reward, the format error rate and the exact-match rate (what `discrete` rewards)."""
+    request = GenerationRequest(f"eval/{item.instance_id}", item.prompt_ids, samples, EVAL_SEED)
+    (result,) = trainer.fleet.generate([request])
+    inst, cap = item.instance, trainer.cfg.reward.max_pair_seconds
+    oracle = oracle_diffs(inst.code_context, inst.oracle_new_content)
+    texts = [c.text for c in result.completions]
+    rewards = [score_with_oracle_diffs(inst.code_context, oracle, t, max_pair_seconds=cap).reward for t in texts]
+    exact = [exact_match(inst.code_context, inst.oracle_new_content, t).reward == 1.0 for t in texts]
+    return {
+        "reward": float(np.mean(rewards)),
+        "format_error_rate": float(np.mean([r == -1 for r in rewards])),
+        "exact_rate": float(np.mean(exact)),
+    }
 
 
 def first_item(trainer: Any) -> PromptItem:

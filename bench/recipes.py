@@ -4,6 +4,7 @@
     python bench/recipes.py --seeds 1 --steps 4    # a reduced run
     python bench/recipes.py --seeds 1 --first-seed 2  # one more seed for an earlier run's table
     python bench/recipes.py --recipes grpo gspo    # some of them
+    python bench/recipes.py --recipes grpo grpo_discrete  # the paper's reward ablation (section 3.6)
 
 The tiny model on one demo instance (bench/learning.py): one SFT warm start per seed (the same
 for every recipe, exported once and loaded as the recipes' initial model), then `--steps` RL
@@ -12,6 +13,10 @@ reward after the SFT and after the RL steps (256 samples, one sampling seed: com
 numbers), the format error rate of those samples, the mean clip fraction over the steps, and
 the wall time of the RL steps. The recipes' keys are those docs/learner.md names for each paper,
 at this setting's scale (DAPO's overlong buffer: a fifth of the 256-token limit).
+`grpo_discrete` is GRPO trained on the discrete reward (reward.kind=discrete); every recipe is
+measured by the paper's similarity rule (bench/learning.py fixed_seed_scores), plus the
+exact-match rate (the discrete reward's 1s) and the mean training reward over the steps in the
+kind the recipe trains on.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import ray
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.learning import compose_config, first_item, fixed_seed_reward, one_instance  # noqa: E402
+from bench.learning import compose_config, first_item, fixed_seed_reward, fixed_seed_scores, one_instance  # noqa: E402
 from conf import logs  # noqa: E402
 
 RECIPES: dict[str, list[str]] = {
@@ -45,6 +50,7 @@ RECIPES: dict[str, list[str]] = {
     "dr_grpo": ["learner.advantage=dr_grpo", "learner.aggregation=seq_mean_token_sum_norm"],
     "gspo": ["learner.loss=gspo", "learner.clip_eps_low=3e-4", "learner.clip_eps_high=4e-4"],
     "rloo": ["learner.advantage=rloo"],
+    "grpo_discrete": ["reward.kind=discrete"],  # section 3.6: 1 only for the oracle's exact change
 }
 
 
@@ -79,20 +85,22 @@ def run_recipe(out: Path, data: Path, model: Path, name: str, seed: int, steps: 
     extra = [f"model.name={model}", "learner.sft_steps=0", *RECIPES[name]]
     cfg = compose_config(out / name, data, seed=seed, steps=steps, extra=extra)
     trainer = _trainer(cfg)
-    clip = []
+    clip, trained = [], []
     try:
         item = first_item(trainer)
         trainer.weights.push(trainer.fleet, trainer.policy_version)
         start = time.perf_counter()
         while trainer.step < steps:
-            clip.append(trainer.train_step()["clip_frac"])
+            metrics = trainer.train_step()
+            clip.append(metrics["clip_frac"])
+            trained.append(metrics["reward_mean"])
             trainer.step += 1
         wall = time.perf_counter() - start
-        reward, errors = fixed_seed_reward(trainer, item)
+        scores = fixed_seed_scores(trainer, item)
     finally:
         trainer.shutdown()
         ray.shutdown()
-    return {"reward": reward, "format_error_rate": errors, "clip_frac": statistics.fmean(clip), "wall_s": wall}
+    return scores | {"train_reward": statistics.fmean(trained), "clip_frac": statistics.fmean(clip), "wall_s": wall}
 
 
 def _cell(values: list[float], digits: int) -> str:
@@ -121,10 +129,14 @@ def main() -> None:
                 results[name].append(run_recipe(out, data, model, name, seed, args.steps))
                 print(f"[recipes] seed {seed} {name}: {results[name][-1]}", flush=True)
     print(f"\nreward after SFT: {_cell(sft_rewards, 3)}; {args.seeds} seed(s), {args.steps} RL steps per recipe")
-    print("| recipe | reward after RL | format error rate | clip fraction | RL wall time (s) |")
-    print("|---|---|---|---|---|")
+    print(
+        "| recipe | reward after RL | format error rate | exact-match rate | training reward (its kind) "
+        "| clip fraction | RL wall time (s) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    columns = (("reward", 3), ("format_error_rate", 3), ("exact_rate", 3), ("train_reward", 3), ("clip_frac", 4))
     for name, rows in results.items():
-        cells = [_cell([r[k] for r in rows], d) for k, d in (("reward", 3), ("format_error_rate", 3), ("clip_frac", 4))]
+        cells = [_cell([r[k] for r in rows], d) for k, d in columns]
         print(f"| {name} | {' | '.join(cells)} | {_cell([r['wall_s'] for r in rows], 0)} |")
 
 

@@ -161,9 +161,10 @@ class ExecutionConfig:
 @dataclass
 class RewardConfig:
     # How an output is scored: a name registered in reward/kinds/__init__.py. "similarity" = the paper's
-    # reward (-1 malformed, else the diff similarity to the oracle patch); "tests" = run the
-    # instance's tests (-1 malformed, 1 resolved, 0 otherwise); "hybrid" = -1 malformed, else
-    # 0.5 x similarity + 0.5 x resolved.
+    # reward (-1 malformed, else the diff similarity to the oracle patch); "discrete" = the
+    # paper's ablation (-1 malformed, 1 for exactly the oracle's change, else 0); "tests" = run
+    # the instance's tests (-1 malformed, 1 resolved, 0 otherwise); "hybrid" = -1 malformed,
+    # else 0.5 x similarity + 0.5 x resolved.
     kind: str = "similarity"
     # Reward actors (processes) scoring rollouts in parallel.
     num_workers: int = 2

@@ -68,6 +68,25 @@ def score_with_oracle_diffs(
     return _result(compare_diffs(predicted, oracle, max_pair_seconds), applied.oversized)
 
 
+def changed_files(code_context: Mapping[str, str], files: Mapping[str, str]) -> dict[str, str]:
+    """The files whose content differs from the code context (a file not in it counts as "")."""
+    return {p: c for p, c in files.items() if c != code_context.get(p, "")}
+
+
+def exact_match(code_context: Mapping[str, str], oracle_new_content: Mapping[str, str], output: str) -> RewardResult:
+    """The discrete reward (the paper's section 3.6 ablation): -1 for a malformed output (rules
+    1-3), 1 when its edits leave exactly the oracle's files changed, with exactly the oracle's
+    content (the evaluation's exact-match rate reads the same), else 0."""
+    try:
+        applied = apply_edits(code_context, parse_output(output))
+    except Rejected as rejected:
+        return RewardResult(-1.0, rejected.reason, rejected.format_ok, False)
+    if applied.oversized:
+        return RewardResult(0.0, "; ".join(f"too large: {quote(p)}" for p in applied.oversized), True, True)
+    same = changed_files(code_context, applied.new_content) == changed_files(code_context, oracle_new_content)
+    return RewardResult(1.0 if same else 0.0, None if same else "not the oracle's change")
+
+
 def score_output(
     code_context: Mapping[str, str],
     oracle_new_content: Mapping[str, str],

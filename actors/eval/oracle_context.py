@@ -55,6 +55,7 @@ from data.patching import PatchError, apply_patch, created_files, files_patch
 from data.schema import Instance
 from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
 from reward.apply import apply_edits
+from reward.core import changed_files
 from reward.execution.runner import TestJob, TestRun
 from reward.parse import parse_output
 
@@ -93,10 +94,6 @@ class Scored:
     format_ok: bool
     exact: bool
     new_content: dict[str, str] | None  # the files the answer changes; None when it does not apply
-
-
-def changed_files(context: dict[str, str], files: dict[str, str]) -> dict[str, str]:
-    return {p: c for p, c in files.items() if c != context.get(p, "")}
 
 
 def score(

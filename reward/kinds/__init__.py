@@ -1,6 +1,6 @@
-"""Reward kinds, one file each: `similarity` (rule.py, the paper's reward and the default),
-`tests` and `hybrid` (verdict.py, which run the instance's tests). The interface and the
-registry are in interface.py; importing this package registers every kind."""
+"""Reward kinds: `similarity` (rule.py, the paper's reward and the default), `discrete` (rule.py,
+the paper's ablation), `tests` and `hybrid` (verdict.py, which run the instance's tests). The
+interface and the registry are in interface.py; importing this package registers every kind."""
 
 from reward.kinds import rule, verdict  # noqa: F401 - each registers its kinds on import
 from reward.kinds.interface import REWARDS, RewardKind, make_reward
