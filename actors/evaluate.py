@@ -7,16 +7,20 @@
         [samples=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
     python -m actors.evaluate mode=agent checkpoint=... data=... [git=CLONE] [max_turns=20]
         [command_timeout_s=60]
+    python -m actors.evaluate mode=ood suite=humaneval[,mbpp_plus,...] checkpoint=... [data=PATH]
+        [samples=N temperature=T] [limit=K] [oracle=true] [samples_file=samples.jsonl]
     either mode: [engines=1] [engine_gpus=0] [tensor_parallel_size=1] [ray_address=] [test_workers=2]
 
-Three modes. `mode=oracle_context` (the default, described below) is the quick proxy the paper
+Four modes. `mode=oracle_context` (the default, described below) is the quick proxy the paper
 also reports: the model is handed the oracle's files and scored by the reward. `mode=agentless`
 is how the paper measured SWE-bench: localization on the repository's tree, repair with whole
 files, reproduction and regression tests, a vote, resolution by the tests; it lives in
 actors/eval/agentless_mini.py (its docstring has the stages and summary.json's figures).
 `mode=agent`: the policy as an agent, one greedy episode per instance in a sandbox session,
-its final patch resolved by the tests (actors/eval/episodes.py). This module only parses the
-shared arguments and dispatches.
+its final patch resolved by the tests (actors/eval/episodes.py). `mode=ood`: the paper's
+out-of-domain suites (Table 3: HumanEval+, MBPP+, CRUXEval, MATH, MMLU), zero-shot, code
+answers run in the sandbox (actors/eval/out_of_domain.py). This module only parses the shared
+arguments and dispatches.
 
 Where the work runs (both modes, actors/eval/session.py): generation on `engines` rollout actors
 on Ray, started as the trainer starts them (the same vLLM engine set-up, `engine_gpus` GPUs and
@@ -36,7 +40,7 @@ import json
 import logging
 import sys
 
-from actors.eval import agentless_mini, episodes
+from actors.eval import agentless_mini, episodes, out_of_domain
 from actors.eval.oracle_context import evaluate, write
 from conf import logs
 from conf.errors import UserError, fail
@@ -58,6 +62,8 @@ def main(argv: list[str]) -> int:
         return agentless_mini.main(cfg)
     if cfg.mode == "agent":
         return episodes.main(cfg)
+    if cfg.mode == "ood":
+        return out_of_domain.main(cfg)
     report = evaluate(cfg)
     out_dir = write(report, cfg.out)
     keys = ("instances", "split", "mode", "patch_roundtrip_failures", "greedy", "sampled", "tests")

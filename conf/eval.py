@@ -23,6 +23,9 @@ from conf.config import (
     TrainerConfig,
 )
 
+# The evaluation's modes (actors/evaluate.py dispatches on them).
+MODES = ("oracle_context", "agentless", "agent", "ood")
+
 
 @dataclass
 class EvalConfig:
@@ -86,7 +89,8 @@ class EvalConfig:
     # "oracle_context": the quick proxy (the oracle's files as context, scored by the reward);
     # "agentless": the paper's Agentless-Mini pipeline on whole repositories, resolved by tests
     # (actors/eval/agentless_mini.py); "agent": one greedy episode per instance in a sandbox
-    # session, its final patch resolved by tests (actors/eval/episodes.py).
+    # session, its final patch resolved by tests (actors/eval/episodes.py); "ood": the paper's
+    # out-of-domain suites, zero-shot (actors/eval/out_of_domain.py).
     mode: str = "oracle_context"
     # Local clones of the instances' repositories ("PATH" or "owner/name=PATH", as
     # reward.execution.repos): the agentless view of the repository and the sandbox's snapshots.
@@ -104,6 +108,14 @@ class EvalConfig:
     max_turns: int = AgentConfig.max_turns
     # mode=agent: wall-clock limit of one command in the sandbox (agent.command_timeout_s).
     command_timeout_s: float = AgentConfig.command_timeout_s
+    # mode=ood: the suites, comma-separated (actors/eval/ood/: humaneval, humaneval_plus,
+    # mbpp_plus, cruxeval_i, cruxeval_o, math, mmlu); `data` is then the suite's published file
+    # or folder ("" unless given: HumanEval reads its PyPI package's), and `samples` is 0 (greedy
+    # only) unless given.
+    suite: str = ""
+    # mode=ood: grade these answers (evalplus's samples.jsonl: task_id with solution, completion
+    # or answer) instead of generating; no checkpoint needed.
+    samples_file: str = ""
 
 
 def parse_args(argv: list[str]) -> EvalConfig:
@@ -122,11 +134,19 @@ def parse_args(argv: list[str]) -> EvalConfig:
     cfg = OmegaConf.to_object(merged)
     assert isinstance(cfg, EvalConfig)
     cfg.git = [*cfg.git, *clones]
+    given = {a.split("=", 1)[0] for a in dotlist}
+    if cfg.mode == "ood":  # the issue sets' defaults differ from the trainer's: see the fields
+        cfg.samples = cfg.samples if "samples" in given else 0
+        cfg.data = cfg.data if "data" in given else ""
     validate(cfg)
     return cfg
 
 
 def validate(cfg: EvalConfig) -> None:
+    if cfg.mode == "ood":
+        validate_ood(cfg)
+        if cfg.oracle or cfg.samples_file:
+            return  # nothing is generated: no checkpoint, engines or sampling settings
     if not cfg.checkpoint:
         raise ConfigError("checkpoint=PATH is required (a Hugging Face model directory, e.g. <run_dir>/hf)")
     if not (Path(cfg.checkpoint) / "config.json").is_file():
@@ -137,14 +157,14 @@ def validate(cfg: EvalConfig) -> None:
         raise ConfigError(f"heldout_fraction={cfg.heldout_fraction}: must be in [0, 1)")
     if cfg.split == "train" and cfg.heldout_fraction == 0:
         raise ConfigError("split=train needs heldout_fraction > 0 (with 0 every instance is evaluated)")
-    if cfg.samples < 1 or cfg.max_new_tokens < 1 or cfg.limit < 0:
-        raise ConfigError("samples and max_new_tokens must be >= 1, limit >= 0")
+    if cfg.samples < (0 if cfg.mode == "ood" else 1) or cfg.max_new_tokens < 1 or cfg.limit < 0:
+        raise ConfigError("samples and max_new_tokens must be >= 1 (samples >= 0 with mode=ood), limit >= 0")
     if cfg.temperature <= 0:
         raise ConfigError(f"temperature={cfg.temperature}: must be > 0 (greedy answers are always made too)")
     if cfg.dtype not in ("float32", "bfloat16"):
         raise ConfigError(f"dtype={cfg.dtype!r}: accepted values are 'float32', 'bfloat16'")
-    if cfg.mode not in ("oracle_context", "agentless", "agent"):
-        raise ConfigError(f"mode={cfg.mode!r}: accepted values are 'oracle_context', 'agentless', 'agent'")
+    if cfg.mode not in MODES:
+        raise ConfigError(f"mode={cfg.mode!r}: accepted values are {', '.join(map(repr, MODES))}")
     if cfg.max_turns < 1 or cfg.command_timeout_s <= 0:
         raise ConfigError("max_turns must be >= 1, command_timeout_s > 0")
     if cfg.localize_top < 1 or cfg.repro_tests < 0:
@@ -160,3 +180,16 @@ def validate(cfg: EvalConfig) -> None:
         )
     if cfg.mode != "agentless" and (cfg.oracle_localize or cfg.oracle_repair):
         raise ConfigError("oracle_localize and oracle_repair are switches of mode=agentless")
+    if cfg.mode != "ood" and (cfg.suite or cfg.samples_file):
+        raise ConfigError("suite and samples_file are keys of mode=ood")
+
+
+def validate_ood(cfg: EvalConfig) -> None:
+    if not cfg.suite:
+        raise ConfigError("mode=ood needs suite=NAME[,NAME...] (humaneval, humaneval_plus, mbpp_plus, ...)")
+    if cfg.oracle and cfg.samples_file:
+        raise ConfigError("oracle=true and samples_file=PATH are two ways to get answers: give one")
+    if cfg.samples_file and not Path(cfg.samples_file).is_file():
+        raise ConfigError(f"samples_file={cfg.samples_file!r}: no such file")
+    if cfg.test_workers < 1:
+        raise ConfigError(f"test_workers={cfg.test_workers}: with mode=ood, the programs run at a time (>= 1)")
