@@ -174,6 +174,7 @@ def evaluate(cfg: EvalConfig) -> tuple[dict[str, Any], list[dict]]:
             log.info("[ood] suite %s", name)
             suites[name], suite_rows = run_suite(cfg, name, runner, session)
             rows += suite_rows
+        session.close_engines()  # records what they were
         engines_used = session.engines_used
     answers = "oracle" if cfg.oracle else ("samples_file" if cfg.samples_file else "generated")
     summary = {

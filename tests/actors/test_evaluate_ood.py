@@ -151,13 +151,16 @@ def test_the_tiny_model_answers_humaneval_and_is_graded(tmp_path):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     summary = json.loads((tmp_path / "summary.json").read_text())
     he = summary["suites"]["humaneval"]
-    # A random model writes no code: every answer is counted as having none, none passes.
-    assert (he["problems"], he["score"], he["passed"], he["extracted"]) == (3, 0.0, 0, 0)
+    # A random model's eight tokens solve nothing; each answer is either counted as having no
+    # code or was run (and failed) in the sandbox.
+    assert (he["problems"], he["score"], he["passed"]) == (3, 0.0, 0)
     assert he["sampled"]["samples"] == 6 and he["sampled"]["pass@2"]["score"] == 0.0
     assert summary["engines"]["where"] == "in-process" and set(he["seconds"]) == {"load", "generate", "grade"}
     rows = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert [r["sample"] for r in rows] == ["greedy"] * 3 + ["0", "1"] * 3
-    assert all(r["detail"] == "no code in the answer" for r in rows)
+    assert [r["task_id"] for r in rows[:3]] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    assert all((r["detail"] == "no code in the answer") == (not r["extracted"]) for r in rows)
+    assert he["extracted"] == sum(r["extracted"] for r in rows[:3]) and not any(r["passed"] for r in rows)
 
 
 def test_ood_arguments():
@@ -169,7 +172,7 @@ def test_ood_arguments():
     with pytest.raises(ConfigError, match="checkpoint=PATH is required"):
         parse_args(["mode=ood", "suite=humaneval"])
     with pytest.raises(ConfigError, match="suite and samples_file are keys of mode=ood"):
-        parse_args(["mode=agent", "suite=humaneval", "checkpoint=/x"])
+        parse_args(["mode=agent", "suite=humaneval", f"checkpoint={resolve(ModelConfig(name='tiny'))}"])
     with pytest.raises(ConfigError, match="give one"):
         parse_args(["mode=ood", "suite=humaneval", "oracle=true", "samples_file=/etc/hostname"])
     proc = _evaluate("suite=nope", "oracle=true")

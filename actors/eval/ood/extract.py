@@ -44,9 +44,17 @@ def code_of(answer: str, prompt: str, entry_point: str) -> tuple[str, str] | Non
     chosen = next((b for b in blocks if _defines(b, entry_point)), blocks[0] if blocks else None)
     if chosen is not None:
         return imports_of(prompt) + chosen, "fenced"
-    if prompt and _parses(prompt + answer) and _defines(prompt, entry_point):
+    if prompt and _defines(prompt, entry_point) and _adds_code(prompt, answer):
         return prompt + answer, "completion"
     return None
+
+
+def _adds_code(prompt: str, answer: str) -> bool:
+    """Whether prompt + answer is valid Python with more in it than the prompt: a function with
+    only its docstring is valid too, so blank lines or a comment after it are not an answer."""
+    if not _parses(prompt + answer) or not _parses(prompt):
+        return False
+    return ast.dump(ast.parse(prompt + answer)) != ast.dump(ast.parse(prompt))
 
 
 def imports_of(source: str) -> str:
