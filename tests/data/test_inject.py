@@ -1,0 +1,128 @@
+"""python -m data.inject (data/inject/): bugs injected into the demo set's fixed code, kept only
+when its tests prove them; the kept instances resolve with their oracle patch and not without."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conf.config import ExecutionConfig
+from data.inject.injector import Candidate, inject, prove
+from data.inject.mutations import Mutation
+from data.loader import read_instances
+from reward.execution import sandbox
+from reward.execution.runner import Runner, TestJob, TestRun
+
+REPO = Path(__file__).resolve().parents[2]
+needs_sandbox = pytest.mark.skipif(
+    sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}"
+)
+
+
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("inject") / "out"
+    cache = tmp_path_factory.mktemp("inject-cache")
+    cmd = [sys.executable, "-m", "data.inject", "--data", "demo", "--out", str(out), "--limit", "2"]
+    cmd += ["--per-instance", "3", "--workers", "0", "--wall-s", "10", "--cache-dir", str(cache)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return out, json.loads((out / "_manifest.json").read_text()), proc
+
+
+@needs_sandbox
+def test_the_demo_sets_fixed_code_gives_proved_bugs_and_a_funnel(injected):
+    out, manifest, _ = injected
+    assert manifest["sources"] == 2 and manifest["candidates"] == 6
+    assert sum(manifest["counts"].values()) == 6 and manifest["kept"] == manifest["counts"].get("kept", 0) >= 1
+    assert set(manifest["seconds"]) == {"baseline", "bugs", "inverse"}
+    kept = list(read_instances(str(out), 0))
+    assert len(kept) == manifest["kept"] and sum(manifest["kept_by_operator"].values()) == len(kept)
+    for inst in kept:
+        assert inst.problem_source.startswith("injected:rules:") and ".inject" in inst.instance_id
+        assert inst.fail_to_pass and set(inst.fail_to_pass).isdisjoint(inst.pass_to_pass or ())
+        assert "tests/" not in inst.patch  # the bug, and so its inverse, never touches a test file
+        assert all(name.split("::")[0] in inst.test_patch for name in inst.fail_to_pass)
+        assert "After a recent change" in inst.problem_statement
+
+
+@needs_sandbox
+def test_a_kept_instance_resolves_with_its_oracle_and_not_without(injected, tmp_path):
+    out, _, _ = injected
+    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path), wall_s=10.0))
+    inst = next(iter(read_instances(str(out), 0)))
+    gold, empty = runner.run(TestJob(inst, inst.patch)), runner.run(TestJob(inst, ""))
+    assert (gold.status, gold.resolved) == ("ok", True), gold.reason
+    assert (empty.status, empty.resolved) == ("ok", False)
+
+
+def _run(outcomes: dict[str, str], status: str = "ok") -> TestRun:
+    return TestRun("j", "i", status, outcomes)
+
+
+def test_prove_needs_the_same_failures_twice_and_some_failure():
+    (inst,) = list(read_instances("demo", 1))
+    cand = Candidate(inst, ())
+    base = {"a", "b", "c"}
+    fails_a = {"a": "failed", "b": "passed", "c": "passed"}
+    assert prove(cand, base, [_run(fails_a), _run(fails_a)]) == ("kept", {"a"}, "")
+    assert prove(cand, base, [_run(fails_a), _run({"a": "failed", "b": "failed", "c": "passed"})])[0] == "flaky"
+    all_pass = dict.fromkeys(base, "passed")
+    assert prove(cand, base, [_run(all_pass), _run(all_pass)])[0] == "no_test_fails"
+    assert prove(cand, base, [_run({}, "timeout"), _run(fails_a)])[0] == "run_failed"
+
+
+class FakePool:
+    """Tests pass unless the job's patch holds one of `breaks`."""
+
+    def __init__(self, tests: list[str], breaks: dict[str, str]) -> None:
+        self.tests, self.breaks = tests, breaks
+
+    def run(self, jobs, what=""):
+        out = []
+        for job in jobs:
+            failing = {t for marker, t in self.breaks.items() if marker in job.patch}
+            out.append(
+                TestRun(
+                    job.job_id,
+                    job.instance.instance_id,
+                    "ok",
+                    {t: "failed" if t in failing else "passed" for t in self.tests},
+                )
+            )
+        return out
+
+
+def test_a_file_of_a_bug_that_does_not_matter_is_caught_and_a_git_snapshot_is_counted(monkeypatch):
+    (inst,) = list(read_instances("demo", 1))
+    code = {"pkg/a.py": "x = 1 + 2\n", "pkg/b.py": "y = 3 - 4\n"}
+    inst = replace(inst, code_context=code, oracle_new_content={}, patch="", test_patch=inst.test_patch)
+    bug = (
+        Mutation("pkg/a.py", "binop", 1, 6, 7, "+", "-"),
+        Mutation("pkg/b.py", "binop", 1, 6, 7, "-", "+"),
+    )
+    from data.inject import injector
+
+    monkeypatch.setattr(injector, "candidates", lambda *a, **k: [Candidate(inst, bug)])
+    pool = FakePool(["t1", "t2"], {"+x = 1 - 2": "t1"})  # only a.py's change breaks a test
+    (outcome,) = inject([inst], pool, per_instance=1, combine=2)
+    assert (outcome.reason, outcome.detail) == ("file_does_not_matter", "pkg/b.py")
+    pool = FakePool(["t1", "t2"], {"+x = 1 - 2": "t1", "+y = 3 + 4": "t2"})
+    (outcome,) = inject([inst], pool, per_instance=1, combine=2)
+    assert outcome.reason == "kept" and outcome.instance is not None
+    assert outcome.instance.fail_to_pass == ("t1", "t2") and outcome.instance.oracle_new_content == code
+    git = replace(inst, environment=json.dumps({"snapshot": "git"}))
+    assert [o.reason for o in inject([git], pool)] == ["git_snapshot"]
+
+
+def test_bad_switches_are_refused_in_one_line(tmp_path, capsys):
+    from data.inject.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--data", "demo", "--out", str(tmp_path / "o"), "--operators", "nope"])
+    assert stop.value.code == 2 and "--operators: unknown nope; known: binop" in capsys.readouterr().err
