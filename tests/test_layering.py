@@ -23,6 +23,7 @@ COMMANDS = {
     "data.build",
     "data.demo.__main__",
     "data.gharchive",
+    "data.inject.__main__",
     "data.swebench_exec",
     "data.validate",
     "reward.execute",

@@ -19,7 +19,9 @@ Tests run in the sandbox on the test-runner pool (`--workers` runners on a local
 cluster at `--ray-address`), or `--workers 0` one by one in this process. `--wall-s` bounds
 each run: a bug that loops forever costs that much, twice, and is rejected (`run_failed`).
 Only instances whose snapshot is their files can carry the buggy tree (the others are counted
-as `git_snapshot`).
+as `git_snapshot`). The injector's logic is data/inject/injector.py; this command runs its
+tests (`inject`: baseline, bug and inverse-check runs on `pool`, anything with
+`run(jobs, what) -> runs` in order: the test-runner pool, or `InProcess(Runner)`).
 """
 
 from __future__ import annotations
@@ -29,19 +31,157 @@ import json
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
 
 from actors.cluster.join import ray_session
 from conf import logs
 from conf.config import ExecutionConfig
 from conf.errors import UserError, fail
-from data.inject.injector import InProcess, inject
+from conf.progress import Progress
+from data.inject.injector import (
+    BugCandidate,
+    BugOutcome,
+    as_instance,
+    buggy_tree,
+    candidates,
+    prove,
+    tree_patch,
+    working_tree,
+)
 from data.inject.mutations import OPERATORS
 from data.loader import read_instances
+from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
+from reward.execution.environments import EnvSpec
 from reward.execution.pool import TestPool
-from reward.execution.runner import Runner
+from reward.execution.runner import Runner, TestJob, TestRun
 
 EXAMPLES = 5  # per reason, in the manifest
+REPEATS = 2  # runs of every tree: a bug's failures must repeat to count
+
+
+class InProcess:
+    """The pool's interface over one Runner in this process."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def run(self, jobs: Sequence[TestJob], what: str = "test runs") -> list[TestRun]:
+        with Progress("inject", what, len(jobs)) as progress:
+            out = []
+            for job in jobs:
+                out.append(self.runner.run(job))
+                progress.update(1)
+        return out
+
+
+def _job(inst: Instance, tree: dict[str, str], job_id: str) -> TestJob:
+    """Tests of `tree` (the repository's files) with the source's test patch."""
+    return TestJob(inst, tree_patch(inst, tree), job_id=job_id)
+
+
+def _passing(runs: Sequence[TestRun]) -> tuple[set[str], str]:
+    """The tests that passed in every run, or ("", why) when a run had no outcome."""
+    for run in runs:
+        if run.status != "ok":
+            return set(), f"{run.status}: {run.reason or ''}".strip()
+    names = set().union(*(r.outcomes for r in runs))
+    return {t for t in names if all(r.outcomes.get(t) == "passed" for r in runs)}, ""
+
+
+def inject(
+    sources: Sequence[Instance],
+    pool: Any,
+    *,
+    per_instance: int = 4,
+    combine: int = 1,
+    seed: int = 0,
+    operators: tuple[str, ...] = OPERATORS,
+    seconds: dict[str, float] | None = None,
+) -> list[BugOutcome]:
+    """Every source's outcome (when it was rejected) and every candidate's, in order; the
+    seconds of each stage (baseline, bugs, inverse) go into `seconds` when given."""
+    seconds = {} if seconds is None else seconds
+    clock = time.monotonic()
+    outcomes: list[BugOutcome] = []
+    usable = []
+    for inst in sources:
+        spec = (EnvSpec.from_json(inst.environment) if inst.environment else None) or EnvSpec()
+        if spec.snapshot != "files":
+            outcomes.append(BugOutcome(None, inst.instance_id, "git_snapshot", detail="needs a commit holding the bug"))
+        elif not inst.test_patch:
+            outcomes.append(BugOutcome(None, inst.instance_id, "no_tests"))
+        else:
+            usable.append(inst)
+    jobs = [_job(inst, working_tree(inst), f"{i}/base/{r}") for i, inst in enumerate(usable) for r in range(REPEATS)]
+    runs = pool.run(jobs, what="baseline runs")
+    seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
+    baselines: dict[int, set[str]] = {}
+    bugs: list[tuple[int, BugCandidate]] = []
+    for i, inst in enumerate(usable):
+        passing, why = _passing(runs[i * REPEATS : (i + 1) * REPEATS])
+        if not passing:
+            outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=why or "no test passes"))
+            continue
+        baselines[i] = passing
+        bugs += [(i, c) for c in candidates(inst, per_instance, combine, seed, operators)]
+    jobs = [
+        _job(c.source, buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
+        for j, (_, c) in enumerate(bugs)
+        for r in range(REPEATS)
+    ]
+    runs = pool.run(jobs, what="bug runs")
+    seconds["bugs"], clock = time.monotonic() - clock, time.monotonic()
+    proved = []
+    for j, (i, cand) in enumerate(bugs):
+        bug_runs = runs[j * REPEATS : (j + 1) * REPEATS]
+        reason, f2p, detail = prove(cand, baselines[i], bug_runs)
+        if reason != "kept":
+            outcomes.append(BugOutcome(cand, cand.source.instance_id, reason, detail=detail))
+        else:
+            proved.append((i, cand, f2p, bug_runs))
+    outcomes += _inverse_checked(proved, baselines, pool)
+    seconds["inverse"] = time.monotonic() - clock
+    return outcomes
+
+
+def _inverse_checked(
+    proved: list[tuple[int, BugCandidate, set[str], Sequence[TestRun]]], baselines: dict[int, set[str]], pool: Any
+) -> list[BugOutcome]:
+    """The proved bugs whose every file matters (a one-file bug needs no check)."""
+    jobs, owners = [], []
+    for j, (_, cand, _, _) in enumerate(proved):
+        paths = sorted({m.path for m in cand.bug})
+        if len(paths) < 2:
+            continue
+        for path in paths:
+            rest = [m for m in cand.bug if m.path != path]
+            jobs.append(_job(cand.source, buggy_tree(cand.source, rest), f"{j}/revert/{path}"))
+            owners.append((j, path))
+    runs = pool.run(jobs, what="inverse checks") if jobs else []
+    useless: dict[int, str] = {}
+    for (j, path), run in zip(owners, runs, strict=True):
+        f2p = proved[j][2]
+        if run.status != "ok" or not any(run.outcomes.get(t) == "passed" for t in f2p):
+            useless.setdefault(j, path)
+    out = []
+    kept_by_source: dict[str, int] = {}
+    seen_patches: set[str] = set()
+    for j, (i, cand, f2p, bug_runs) in enumerate(proved):
+        src_id = cand.source.instance_id
+        if j in useless:
+            out.append(BugOutcome(cand, src_id, "file_does_not_matter", detail=useless[j]))
+            continue
+        k = kept_by_source.get(src_id, 0)
+        inst = as_instance(cand, k, f2p, baselines[i], bug_runs)
+        if inst.patch in seen_patches:  # the same bug drawn twice (two mutations with one effect)
+            out.append(BugOutcome(cand, src_id, "duplicate"))
+            continue
+        seen_patches.add(inst.patch)
+        kept_by_source[src_id] = k + 1
+        out.append(BugOutcome(cand, src_id, "kept", inst))
+    return out
 
 
 def _parser() -> argparse.ArgumentParser:

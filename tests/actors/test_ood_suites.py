@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from actors.eval.ood import SUITES, Problem, extract, math_answers
+from actors.eval.ood import SUITES, Problem, answer_parts, math_answers
 from actors.eval.ood.code_suites import write_jsonl_gz
 from actors.eval.ood.cruxeval import CruxEvalInput, CruxEvalOutput
 from actors.eval.ood.programs import ProgramRunner
@@ -60,20 +60,20 @@ def test_every_suite_is_registered() -> None:
     assert SUITES.get("cruxeval_o").metric == "pass@1"
 
 
-# -- extract.py -----------------------------------------------------------------------------------
+# -- answer_parts.py ----------------------------------------------------------------------------
 
 PROMPT = 'from typing import List\n\n\ndef add(xs: List[int]) -> int:\n    """Sum xs."""\n'
 
 
 def test_code_of_reads_a_fenced_block_and_adds_the_prompts_imports() -> None:
     answer = "Sure:\n```text\nnot code\n```\n```python\ndef helper():\n    pass\n```\n```py\ndef add(xs):\n    return sum(xs)\n```"
-    assert extract.code_of(answer, PROMPT, "add") == (
+    assert answer_parts.code_of(answer, PROMPT, "add") == (
         "from typing import List\ndef add(xs):\n    return sum(xs)\n",
         "fenced",
     )
     # No block defines the function: the first python block; an unclosed fence still counts.
-    assert extract.code_of("```\nx = 1\n```", PROMPT, "add") == ("from typing import List\nx = 1\n", "fenced")
-    assert extract.code_of("```python\ndef add(xs):\n    return 0", "", "add") == (
+    assert answer_parts.code_of("```\nx = 1\n```", PROMPT, "add") == ("from typing import List\nx = 1\n", "fenced")
+    assert answer_parts.code_of("```python\ndef add(xs):\n    return 0", "", "add") == (
         "def add(xs):\n    return 0",
         "fenced",
     )
@@ -81,31 +81,31 @@ def test_code_of_reads_a_fenced_block_and_adds_the_prompts_imports() -> None:
 
 def test_code_of_reads_a_completion_and_finds_nothing_in_prose() -> None:
     body = "    return sum(xs)\n"
-    assert extract.code_of(body, PROMPT, "add") == (PROMPT + body, "completion")
-    assert extract.code_of("I would sum the list.", PROMPT, "add") is None
-    assert extract.code_of(body, "", "add") is None  # MBPP: no prompt function to continue
+    assert answer_parts.code_of(body, PROMPT, "add") == (PROMPT + body, "completion")
+    assert answer_parts.code_of("I would sum the list.", PROMPT, "add") is None
+    assert answer_parts.code_of(body, "", "add") is None  # MBPP: no prompt function to continue
 
 
 def test_answer_line() -> None:
-    assert extract.answer_line("work\nAnswer: 42\nmore\nFinal Answer: $\\frac{1}{2}$.") == "\\frac{1}{2}"
-    assert extract.answer_line("**Answer:** B") == "B"
-    assert extract.answer_line("the answer is 3") is None
-    assert extract.answer_line("Answer:   ") is None
+    assert answer_parts.answer_line("work\nAnswer: 42\nmore\nFinal Answer: $\\frac{1}{2}$.") == "\\frac{1}{2}"
+    assert answer_parts.answer_line("**Answer:** B") == "B"
+    assert answer_parts.answer_line("the answer is 3") is None
+    assert answer_parts.answer_line("Answer:   ") is None
 
 
 def test_boxed_takes_the_last_with_nested_braces() -> None:
-    assert extract.boxed("\\boxed{1} then \\boxed{\\frac{1}{\\sqrt{2}}} done") == "\\frac{1}{\\sqrt{2}}"
-    assert extract.boxed("\\boxed{\\text{(A)}}") == "\\text{(A)}"
-    assert extract.boxed("\\boxed{unclosed {x}") is None
-    assert extract.boxed("no box") is None
+    assert answer_parts.boxed("\\boxed{1} then \\boxed{\\frac{1}{\\sqrt{2}}} done") == "\\frac{1}{\\sqrt{2}}"
+    assert answer_parts.boxed("\\boxed{\\text{(A)}}") == "\\text{(A)}"
+    assert answer_parts.boxed("\\boxed{unclosed {x}") is None
+    assert answer_parts.boxed("no box") is None
 
 
 def test_choice_letter() -> None:
-    assert extract.choice_letter("I think so.\nAnswer: (C) because of it") == "C"
-    assert extract.choice_letter("B.") == "B"
-    assert extract.choice_letter("Answer: Because") is None
-    assert extract.choice_letter("Answer: E") is None
-    assert extract.choice_letter("The answer is D") is None
+    assert answer_parts.choice_letter("I think so.\nAnswer: (C) because of it") == "C"
+    assert answer_parts.choice_letter("B.") == "B"
+    assert answer_parts.choice_letter("Answer: Because") is None
+    assert answer_parts.choice_letter("Answer: E") is None
+    assert answer_parts.choice_letter("The answer is D") is None
 
 
 # -- CRUXEval -------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conf.config import ExecutionConfig
-from data.inject.injector import Candidate, inject, prove
+from data.inject.__main__ import inject
+from data.inject.injector import BugCandidate, prove
 from data.inject.mutations import Mutation
 from data.loader import read_instances
 from reward.execution import sandbox
@@ -67,7 +68,7 @@ def _run(outcomes: dict[str, str], status: str = "ok") -> TestRun:
 
 def test_prove_needs_the_same_failures_twice_and_some_failure():
     (inst,) = list(read_instances("demo", 1))
-    cand = Candidate(inst, ())
+    cand = BugCandidate(inst, ())
     base = {"a", "b", "c"}
     fails_a = {"a": "failed", "b": "passed", "c": "passed"}
     assert prove(cand, base, [_run(fails_a), _run(fails_a)]) == ("kept", {"a"}, "")
@@ -106,9 +107,9 @@ def test_a_file_of_a_bug_that_does_not_matter_is_caught_and_a_git_snapshot_is_co
         Mutation("pkg/a.py", "binop", 1, 6, 7, "+", "-"),
         Mutation("pkg/b.py", "binop", 1, 6, 7, "-", "+"),
     )
-    from data.inject import injector
+    from data.inject import __main__ as command  # the command runs the jobs; its draw is replaced here
 
-    monkeypatch.setattr(injector, "candidates", lambda *a, **k: [Candidate(inst, bug)])
+    monkeypatch.setattr(command, "candidates", lambda *a, **k: [BugCandidate(inst, bug)])
     pool = FakePool(["t1", "t2"], {"+x = 1 - 2": "t1"})  # only a.py's change breaks a test
     (outcome,) = inject([inst], pool, per_instance=1, combine=2)
     assert (outcome.reason, outcome.detail) == ("file_does_not_matter", "pkg/b.py")

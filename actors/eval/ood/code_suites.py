@@ -11,7 +11,7 @@
 Every program runs in the sandbox (programs.py). The reference's outputs are computed in the
 same program before the answer's code is executed, so the answer cannot change them by
 running first. The prompt is ours: the problem's code in a fence, and a request for the whole
-function in one fenced block (see extract.code_of for what is read back).
+function in one fenced block (see answer_parts.code_of for what is read back).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from actors.eval.ood.extract import code_of
+from actors.eval.ood.answer_parts import code_of
 from actors.eval.ood.suite import SUITES, Problem, Program, RunPrograms, Suite, Verdict, data_file, read_jsonl
 from conf.errors import UserError
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import Any, ClassVar
 
-from actors.eval.ood.extract import answer_line
+from actors.eval.ood.answer_parts import answer_line
 from actors.eval.ood.suite import SUITES, Problem, Program, RunPrograms, Suite, Verdict, data_file, read_jsonl
 
 FIELDS = ("code", "input", "output", "id")

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from actors.eval.ood.extract import answer_line, boxed
+from actors.eval.ood.answer_parts import answer_line, boxed
 from actors.eval.ood.suite import SUITES, Problem, RunPrograms, Suite, Verdict, read_jsonl
 from conf.errors import UserError
 
@@ -50,7 +50,7 @@ def _math_verify() -> ModuleType | None:
     """The math-verify package, or None where it is not installed. Imported on first use: it
     pulls in sympy (seconds), which nothing but MATH's grader needs."""
     try:
-        import math_verify
+        import math_verify  # here: optional (the ood extra), and it pulls in sympy
     except ImportError:
         return None
     return math_verify

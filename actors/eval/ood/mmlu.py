@@ -4,7 +4,7 @@
 itself): every `<subject>_test.csv`, sorted by subject, each row without a header
 `question, A, B, C, D, answer letter`. A problem's id is `<subject>/<row index>`. Zero-shot,
 in our own words: the question, the four options, and a request for a last line
-`Answer: <letter>`; the letter is read by extract.choice_letter (a bare letter also counts).
+`Answer: <letter>`; the letter is read by answer_parts.choice_letter (a bare letter also counts).
 No code runs.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from actors.eval.ood.extract import choice_letter
+from actors.eval.ood.answer_parts import choice_letter
 from actors.eval.ood.suite import SUITES, Problem, RunPrograms, Suite, Verdict
 from conf.errors import UserError
 
