@@ -450,9 +450,16 @@ def test_humaneval_from_the_installed_package(runner: ProgramRunner) -> None:
     pairs.append((close, fenced("def has_close_elements(numbers, threshold):\n    return False\n")))
     pairs.append((close, fenced("import sys\n\ndef has_close_elements(numbers, threshold):\n    sys.exit(0)\n")))
     pairs.append((close, fenced("import sys\nsys.exit(0)\n")))
+    # The forgery: print the closing token, read from the process's own start-up environment.
+    forge = (
+        "import os, sys\nenv = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
+        "tok = [e.split(b'=', 1)[1].decode() for e in env if e.startswith(b'OOD_TOKEN=')]\n"
+        "sys.stdout.write('\\n' + (tok[0] if tok else 'no token') + '\\n')\nsys.stdout.flush()\nos._exit(0)\n"
+    )
+    pairs.append((close, fenced(forge)))
     pairs.append((close, "I would compare every pair."))
     verdicts = suite.grade(pairs, runner.run)
-    assert [(v.passed, v.extracted) for v in verdicts] == [(True, True)] * 3 + [(False, True)] * 3 + [(False, False)]
+    assert [(v.passed, v.extracted) for v in verdicts] == [(True, True)] * 3 + [(False, True)] * 4 + [(False, False)]
 
 
 HE_PLUS = [

@@ -6,15 +6,17 @@ folder, no network, uid nobody, a memory and process cap, CPU and file-size rlim
 clock. `ProgramRunner.run` runs a list of them `workers` at a time (each is one process in a
 namespace of its own: threads here only wait on them).
 
-Passed means exit status 0 *and* the harness's closing line. The harness (`HARNESS` below) is
-what the sandbox runs: it takes a random token from its environment and deletes it there,
-executes the suite's program (the model's code, then the tests) with `exec`, and prints the
-token only if that returned. So an answer that exits early with status 0 (`sys.exit(0)`,
-`os._exit(0)`, a killed interpreter) fails, as it does in OpenAI's human-eval harness, where
-such a run records no result. The threat model, written down: this is an evaluation, not a
-training reward; code that runs in the harness's process could still find the token (it is in
-the harness's frame), so a policy *trained* on these graders could learn to forge them. The
-trainer's rewards never come from here.
+Passed means exit status 0 *and* the harness's closing line. The harness (`HARNESS` and `RUN`
+below) is what the sandbox runs: it takes a random token from its environment, hands it to a
+fresh interpreter through a pipe (so that /proc/self/environ of the process that runs the
+answer never held it), executes the suite's program (the model's code, then the tests) with
+`exec`, and prints the token only if that returned. So an answer that exits early with status
+0 (`sys.exit(0)`, `os._exit(0)`, a killed interpreter) fails, as it does in OpenAI's human-eval
+harness, where such a run records no result, and so does one that reads the token from its
+environment. The threat model, written down: this is an evaluation, not a training reward;
+code that runs in the harness's process could still find the token in its memory (the
+harness's frame, /proc/self/mem), so a policy *trained* on these graders could learn to forge
+them. The trainer's rewards never come from here.
 """
 
 from __future__ import annotations
@@ -34,9 +36,25 @@ from reward.execution import sandbox
 PYTHON = sys._base_executable  # type: ignore[attr-defined]
 PREFIX = sys.base_prefix
 
+# The harness, in two stages. main.py takes the token from the environment and hands it to a
+# fresh interpreter through a pipe: the environment a process starts with stays readable in
+# /proc/self/environ whatever os.environ says later, so the process that runs the answer must
+# never have had the token there. run.py reads it from the pipe, closes the pipe, and runs the
+# program; only then is the token printed.
 HARNESS = """\
+import os, sys
+token = os.environ.pop("OOD_TOKEN", "").encode()
+r, w = os.pipe()
+os.write(w, token)
+os.close(w)
+os.set_inheritable(r, True)
+os.execve(sys.executable, [sys.executable, "-I", "run.py", str(r)], dict(os.environ))
+"""
+RUN = """\
 import os, sys, traceback
-token = os.environ.pop("OOD_TOKEN", "")
+fd = int(sys.argv.pop(1))
+token = os.read(fd, 256).decode()
+os.close(fd)
 try:
     with open("program.py", encoding="utf-8") as f:
         code = compile(f.read(), "program.py", "exec")
@@ -84,7 +102,7 @@ class ProgramRunner:
         result = sandbox.run(
             [PYTHON, "-I", "main.py"],
             snapshot=self._empty,
-            changes={"main.py": HARNESS, "program.py": program.source},
+            changes={"main.py": HARNESS, "run.py": RUN, "program.py": program.source},
             ro_paths=(PREFIX,),
             env={"OOD_TOKEN": token, "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"},
             limits=_limits(program.wall_s),
