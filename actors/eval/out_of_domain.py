@@ -39,6 +39,7 @@ from typing import Any
 from actors.eval.ood import SUITES, Problem, Suite, Verdict
 from actors.eval.ood.passk import mean_and_stderr, pass_at_ks
 from actors.eval.ood.programs import ProgramRunner
+from actors.eval.ood.suite import read_jsonl
 from conf.errors import UserError, fail
 from conf.eval import EvalConfig
 from conf.io import write_text
@@ -59,21 +60,15 @@ def samples_from_file(path: str, problems: list[Problem]) -> dict[str, list[str]
     the code suites read it as code), `completion` (continues the prompt) or `answer` (as is)."""
     wanted = {p.pid for p in problems}
     answers: dict[str, list[str]] = defaultdict(list)
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if "task_id" not in row:
-                raise UserError(f"samples_file={path}:{n}: no task_id")
-            if row["task_id"] not in wanted:
-                continue
-            if "solution" in row:
-                answers[row["task_id"]].append(f"```python\n{row['solution']}\n```")
-            elif "completion" in row or "answer" in row:
-                answers[row["task_id"]].append(str(row.get("completion", row.get("answer"))))
-            else:
-                raise UserError(f"samples_file={path}:{n}: needs one of solution, completion, answer")
+    for row in read_jsonl(Path(path), ("task_id",)):  # a bad line is a UserError naming it
+        if row["task_id"] not in wanted:
+            continue
+        if "solution" in row:
+            answers[row["task_id"]].append(f"```python\n{row['solution']}\n```")
+        elif "completion" in row or "answer" in row:
+            answers[row["task_id"]].append(str(row.get("completion", row.get("answer"))))
+        else:
+            raise UserError(f"samples_file={path}: {row['task_id']}: needs one of solution, completion, answer")
     return answers
 
 

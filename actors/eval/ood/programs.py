@@ -22,8 +22,10 @@ them. The trainer's rewards never come from here.
 from __future__ import annotations
 
 import secrets
+import shutil
 import sys
 import tempfile
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -96,6 +98,7 @@ class ProgramRunner:
     def __init__(self, workers: int = 2) -> None:
         self.workers = max(1, workers)
         self._empty = Path(tempfile.mkdtemp(prefix="ood-root-"))  # the snapshot: nothing in it
+        weakref.finalize(self, shutil.rmtree, self._empty, True)  # gone with the runner
 
     def run_one(self, program: Program) -> ProgramResult:
         token = secrets.token_hex(16)
