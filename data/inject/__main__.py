@@ -1,27 +1,43 @@
 """`python -m data.inject`: validated instances made by injecting bugs into working code.
 
-    python -m data.inject --data demo --out DIR [--per-instance 4] [--combine 1] [--seed 0]
-        [--operators binop,compare,...] [--workers 2 | --ray-address ADDR] [--limit N]
-        [--wall-s 30] [--overwrite]
+    python -m data.inject --git OWNER/NAME=CLONE [--commit REF] [--paths src/pkg] --out DIR
+        [--per-repo 4] [--environment derive|JSON] [--relevant-files 3] ...
+    python -m data.inject --data demo --out DIR [--per-instance 4] [--limit N] ...
+        ... [--combine 1] [--seed 0] [--operators binop,compare,...] [--near-dup-threshold 0.8]
+        [--workers 2 | --ray-address ADDR] [--wall-s 30] [--overwrite]
 
-The working code is each instance of `--data` after its fix, with its tests (validated data:
-`python -m data.validate` makes it; the demo set is). The rules injector (data/inject/
-injector.py) draws `--per-instance` bugs per instance, each of `--combine` mutations
-(data/inject/mutations.py: operators, comparisons, conditions, off-by-one, constants, swapped
-arguments, dropped returns and statements; never in a test file), and keeps those the tests
-prove: the same baseline tests fail in both runs with the bug, every other one passes, and
-every file the bug touches matters. Kept instances are schema-v3 Parquet shards under `--out`
-that every reward kind and evaluation mode takes (`problem_source` "injected:rules:<ops>");
-`_manifest.json` has the funnel (sources, candidates, kept, each rejection reason with
-examples) and the seconds per stage.
+The working code is a repository at a commit (`--git`, data/inject/repository.py: its Python
+sources outside test folders, or under `--paths`; its test files are the suite, run in the
+environment its commit declares, derived as data.validate derives it) or each instance of
+`--data` after its fix, with its test patch (an instance whose snapshot is its files: the demo
+set). The rules injector (data/inject/injector.py) draws `--per-repo` / `--per-instance` bugs
+per source, each of `--combine` mutations (data/inject/mutations.py: operators, comparisons,
+conditions, off-by-one, constants, swapped arguments, dropped returns and statements; never in a
+test file), and keeps those the tests prove:
+
+    baseline   the suite runs twice on the working code; tests that pass both times are the
+               baseline (the rest, failing or flaky, are left out: `baselines` in the manifest)
+    bugs       the suite runs twice with each bug: kept when the same baseline tests fail both
+               times (FAIL_TO_PASS, at least one) and every other baseline test passes
+    inverse    a bug over several files: reverting any one file alone makes some FAIL_TO_PASS
+               test pass again (every file matters)
+    instances  the same bug twice is kept once (an identical patch, or a near copy by
+               data.build's rule over the issue text and the patch: `--near-dup-threshold`);
+               with --git the bug is committed into the clone (refs/swe-rl/inject/<id>) and is
+               the instance's base commit
+
+Kept instances are schema-v3 Parquet shards under `--out` that every reward kind and evaluation
+mode takes (`problem_source` "injected:rules:<ops>"; an instance of `--git` has no test patch:
+its tests are the files its labels name, already at its commit, and the runners need the clone,
+`reward.execution.repos=[OWNER/NAME=CLONE]`); `_manifest.json` has the funnel (sources,
+baselines, candidates, kept, each rejection reason with examples) and the seconds per stage.
 
 Tests run in the sandbox on the test-runner pool (`--workers` runners on a local Ray, or the
 cluster at `--ray-address`), or `--workers 0` one by one in this process. `--wall-s` bounds
-each run: a bug that loops forever costs that much, twice, and is rejected (`run_failed`).
-Only instances whose snapshot is their files can carry the buggy tree (the others are counted
-as `git_snapshot`). The injector's logic is data/inject/injector.py; this command runs its
-tests (`inject`: baseline, bug and inverse-check runs on `pool`, anything with
-`run(jobs, what) -> runs` in order: the test-runner pool, or `InProcess(Runner)`).
+each run: a bug that loops forever costs that much, twice, and is rejected (`run_failed`). The
+injector's logic is data/inject/injector.py and repository.py; this command runs its tests
+(`inject`: baseline, bug and inverse-check runs on `pool`, anything with `run(jobs, what) ->
+runs` in order: the test-runner pool, or `InProcess(Runner)`).
 """
 
 from __future__ import annotations
@@ -32,6 +48,8 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from actors.cluster.join import ray_session
@@ -39,6 +57,7 @@ from conf import logs
 from conf.config import ExecutionConfig
 from conf.errors import UserError, fail
 from conf.progress import Progress
+from data.git.repo import GitError, parse_clone
 from data.inject.injector import (
     BugCandidate,
     BugOutcome,
@@ -50,12 +69,16 @@ from data.inject.injector import (
     working_tree,
 )
 from data.inject.mutations import OPERATORS
+from data.inject.repository import GitSource, bug_instance, read_source
 from data.loader import read_instances
+from data.mining.filters import FilterConfig
+from data.mining.neardup import NearDuplicates
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
-from reward.execution.environments import EnvSpec
+from reward.execution.environments import EnvSpec, derive_spec
 from reward.execution.pool import TestPool
 from reward.execution.runner import Runner, TestJob, TestRun
+from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
 EXAMPLES = 5  # per reason, in the manifest
 REPEATS = 2  # runs of every tree: a bug's failures must repeat to count
@@ -76,8 +99,19 @@ class InProcess:
         return out
 
 
-def _job(inst: Instance, tree: dict[str, str], job_id: str) -> TestJob:
-    """Tests of `tree` (the repository's files) with the source's test patch."""
+Source = Instance | GitSource  # an instance's fixed code (--data) or a repository at a commit (--git)
+
+
+def _instance(source: Source) -> Instance:
+    return source.instance if isinstance(source, GitSource) else source
+
+
+def _job(source: Source, tree: dict[str, str], job_id: str) -> TestJob:
+    """Tests of `tree` (the repository's files): the source's test patch, or a repository's
+    test files at its commit."""
+    inst = _instance(source)
+    if isinstance(source, GitSource):
+        return TestJob(inst, tree_patch(inst, tree), job_id=job_id, tests=source.tests)
     return TestJob(inst, tree_patch(inst, tree), job_id=job_id)
 
 
@@ -91,44 +125,60 @@ def _passing(runs: Sequence[TestRun]) -> tuple[set[str], str]:
 
 
 def inject(
-    sources: Sequence[Instance],
+    sources: Sequence[Source],
     pool: Any,
     *,
     per_instance: int = 4,
     combine: int = 1,
     seed: int = 0,
     operators: tuple[str, ...] = OPERATORS,
+    near_dup_threshold: float = FilterConfig.near_dup_threshold,
+    relevant_files: int = 3,
     seconds: dict[str, float] | None = None,
+    baselines_out: dict[str, dict[str, int]] | None = None,
 ) -> list[BugOutcome]:
     """Every source's outcome (when it was rejected) and every candidate's, in order; the
-    seconds of each stage (baseline, bugs, inverse) go into `seconds` when given."""
+    seconds of each stage (baseline, bugs, inverse) go into `seconds`, and each source's
+    baseline (tests passing both times, and those left out: failing or flaky) into
+    `baselines_out`, when given."""
     seconds = {} if seconds is None else seconds
     clock = time.monotonic()
     outcomes: list[BugOutcome] = []
-    usable = []
-    for inst in sources:
+    usable: list[Source] = []
+    for source in sources:
+        inst = _instance(source)
         spec = (EnvSpec.from_json(inst.environment) if inst.environment else None) or EnvSpec()
-        if spec.snapshot != "files":
-            outcomes.append(BugOutcome(None, inst.instance_id, "git_snapshot", detail="needs a commit holding the bug"))
+        if isinstance(source, GitSource):
+            usable.append(source)
+        elif spec.snapshot != "files":
+            why = "a git instance's fixed code is no commit: give its repository with --git"
+            outcomes.append(BugOutcome(None, inst.instance_id, "git_snapshot", detail=why))
         elif not inst.test_patch:
             outcomes.append(BugOutcome(None, inst.instance_id, "no_tests"))
         else:
-            usable.append(inst)
-    jobs = [_job(inst, working_tree(inst), f"{i}/base/{r}") for i, inst in enumerate(usable) for r in range(REPEATS)]
+            usable.append(source)
+    jobs = [
+        _job(src, working_tree(_instance(src)), f"{i}/base/{r}") for i, src in enumerate(usable) for r in range(REPEATS)
+    ]
     runs = pool.run(jobs, what="baseline runs")
     seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
     baselines: dict[int, set[str]] = {}
     bugs: list[tuple[int, BugCandidate]] = []
-    for i, inst in enumerate(usable):
-        passing, why = _passing(runs[i * REPEATS : (i + 1) * REPEATS])
+    for i, src in enumerate(usable):
+        inst = _instance(src)
+        base_runs = runs[i * REPEATS : (i + 1) * REPEATS]
+        passing, why = _passing(base_runs)
+        if baselines_out is not None:
+            ran = set().union(*(r.outcomes for r in base_runs))
+            baselines_out[inst.instance_id] = {"passing": len(passing), "left_out": len(ran - passing)}
         if not passing:
             outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=why or "no test passes"))
             continue
         baselines[i] = passing
         bugs += [(i, c) for c in candidates(inst, per_instance, combine, seed, operators)]
     jobs = [
-        _job(c.source, buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
-        for j, (_, c) in enumerate(bugs)
+        _job(usable[i], buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
+        for j, (i, c) in enumerate(bugs)
         for r in range(REPEATS)
     ]
     runs = pool.run(jobs, what="bug runs")
@@ -140,61 +190,164 @@ def inject(
         if reason != "kept":
             outcomes.append(BugOutcome(cand, cand.source.instance_id, reason, detail=detail))
         else:
-            proved.append((i, cand, f2p, bug_runs))
-    outcomes += _inverse_checked(proved, baselines, pool)
-    seconds["inverse"] = time.monotonic() - clock
+            proved.append(Proved(usable[i], cand, f2p, baselines[i], bug_runs))
+    seconds["inverse"], clock = time.monotonic() - clock, time.monotonic()
+    useless = _inverse_checked(proved, pool)
+    seconds["inverse"] += time.monotonic() - clock
+    clock = time.monotonic()
+    outcomes += _kept(proved, useless, near_dup_threshold, relevant_files)
+    seconds["instances"] = time.monotonic() - clock
     return outcomes
 
 
-def _inverse_checked(
-    proved: list[tuple[int, BugCandidate, set[str], Sequence[TestRun]]], baselines: dict[int, set[str]], pool: Any
-) -> list[BugOutcome]:
-    """The proved bugs whose every file matters (a one-file bug needs no check)."""
+@dataclass(frozen=True)
+class Proved:
+    """A bug whose failures the tests showed twice: its source, FAIL_TO_PASS, baseline, runs."""
+
+    source: Source
+    candidate: BugCandidate
+    fail_to_pass: set[str]
+    baseline: set[str]
+    runs: Sequence[TestRun]
+
+
+def _inverse_checked(proved: list[Proved], pool: Any) -> dict[int, str]:
+    """Index -> a file that does not matter, of the proved bugs over several files: reverting it
+    alone leaves every FAIL_TO_PASS test failing (a one-file bug needs no check)."""
     jobs, owners = [], []
-    for j, (_, cand, _, _) in enumerate(proved):
-        paths = sorted({m.path for m in cand.bug})
+    for j, p in enumerate(proved):
+        paths = sorted({m.path for m in p.candidate.bug})
         if len(paths) < 2:
             continue
         for path in paths:
-            rest = [m for m in cand.bug if m.path != path]
-            jobs.append(_job(cand.source, buggy_tree(cand.source, rest), f"{j}/revert/{path}"))
+            rest = [m for m in p.candidate.bug if m.path != path]
+            jobs.append(_job(p.source, buggy_tree(p.candidate.source, rest), f"{j}/revert/{path}"))
             owners.append((j, path))
     runs = pool.run(jobs, what="inverse checks") if jobs else []
     useless: dict[int, str] = {}
     for (j, path), run in zip(owners, runs, strict=True):
-        f2p = proved[j][2]
-        if run.status != "ok" or not any(run.outcomes.get(t) == "passed" for t in f2p):
+        if run.status != "ok" or not any(run.outcomes.get(t) == "passed" for t in proved[j].fail_to_pass):
             useless.setdefault(j, path)
+    return useless
+
+
+def _kept(
+    proved: list[Proved], useless: dict[int, str], near_dup_threshold: float, relevant_files: int
+) -> list[BugOutcome]:
+    """The proved bugs whose every file matters, as instances; the same bug twice (an exact
+    patch, or a near copy by data.build's rule over the issue text and the patch) once."""
     out = []
     kept_by_source: dict[str, int] = {}
     seen_patches: set[str] = set()
-    for j, (i, cand, f2p, bug_runs) in enumerate(proved):
-        src_id = cand.source.instance_id
+    near = NearDuplicates(near_dup_threshold) if near_dup_threshold > 0 else None
+    for j, p in enumerate(proved):
+        cand, src_id = p.candidate, p.candidate.source.instance_id
         if j in useless:
             out.append(BugOutcome(cand, src_id, "file_does_not_matter", detail=useless[j]))
             continue
         k = kept_by_source.get(src_id, 0)
-        inst = as_instance(cand, k, f2p, baselines[i], bug_runs)
+        inst = as_instance(cand, k, p.fail_to_pass, p.baseline, p.runs)
         if inst.patch in seen_patches:  # the same bug drawn twice (two mutations with one effect)
             out.append(BugOutcome(cand, src_id, "duplicate"))
             continue
+        verdict, like = near.check(inst.instance_id, inst.problem_statement, inst.patch) if near else ("kept", "")
+        if verdict != "kept":
+            out.append(BugOutcome(cand, src_id, "near_duplicate", detail=like))
+            continue
         seen_patches.add(inst.patch)
+        if isinstance(p.source, GitSource):  # its buggy tree becomes a commit of the clone
+            inst = bug_instance(p.source, cand, k, p.fail_to_pass, p.baseline, list(p.runs), relevant_files)
         kept_by_source[src_id] = k + 1
         out.append(BugOutcome(cand, src_id, "kept", inst))
     return out
 
 
+def git_sources(
+    entries: Sequence[str], commit: str, paths: tuple[str, ...], cfg: ExecutionConfig, environment: str = "derive"
+) -> list[GitSource]:
+    """Each `--git` repository at `commit` in `environment`: "derive", the one its snapshot
+    declares there (derive_spec, as data.validate derives one: its dependencies as of the
+    commit's date), or an EnvSpec as JSON (its snapshot is always the commit)."""
+    given = None
+    if environment != "derive":
+        try:
+            given = replace(EnvSpec.from_json(environment) or EnvSpec(), snapshot="git")
+        except (ValueError, TypeError) as exc:
+            raise UserError(f"--environment: not 'derive' or an EnvSpec as JSON: {exc}") from None
+    snapshots = Snapshots(Path(cfg.cache_dir).expanduser().resolve() / "snapshots", list(entries))
+    out = []
+    for entry in entries:
+        name, clone = parse_clone(entry)
+        if name is None:
+            raise UserError(f"--git {entry}: name the repository, as owner/name=CLONE")
+        try:
+            source = read_source(name, clone, commit, paths)
+            snapshot = snapshots.path(source.instance, EnvSpec(snapshot="git"))
+        except (GitError, ValueError, SnapshotUnavailable) as exc:
+            raise UserError(f"--git {entry}: {exc}") from None
+        spec = given or derive_spec(snapshot, source.instance.created_at)
+        out.append(replace(source, instance=replace(source.instance, environment=spec.to_json())))
+    return out
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m data.inject", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, help="validated instances: a Parquet file or directory, or 'demo'")
+    p = argparse.ArgumentParser(
+        prog="python -m data.inject",
+        description=__doc__.split("\n\n")[0],
+        epilog="Give --data (instances' fixed code) or --git (repositories at --commit).",
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--data", help="validated instances whose snapshot is their files: a Parquet file or directory, or 'demo'"
+    )
+    src.add_argument(
+        "--git",
+        action="append",
+        metavar="OWNER/NAME=CLONE",
+        help="a repository's clone (plain or bare; repeatable): its code at --commit, its tests the baseline",
+    )
+    p.add_argument("--commit", default="HEAD", help="with --git: the commit (a ref or id) to break (default HEAD)")
+    p.add_argument(
+        "--paths",
+        default="",
+        help="with --git: comma-separated folders whose Python files may change (default: all code)",
+    )
+    p.add_argument(
+        "--environment",
+        default="derive",
+        help="with --git: 'derive' (the one the commit declares, as data.validate derives it) or an EnvSpec as JSON",
+    )
     p.add_argument("--out", required=True, help="output directory: v3 shards and _manifest.json")
-    p.add_argument("--per-instance", type=int, default=4, help="bugs drawn per instance (default 4)")
+    p.add_argument(
+        "--per-instance",
+        "--per-repo",
+        dest="per_source",
+        type=int,
+        default=4,
+        help="bugs drawn per instance (--data) or per repository (--git) (default 4)",
+    )
     p.add_argument("--combine", type=int, default=1, help="mutations per bug (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seeds the draws (default 0)")
     p.add_argument("--operators", default=",".join(OPERATORS), help=f"comma-separated, of {', '.join(OPERATORS)}")
+    p.add_argument(
+        "--injector", choices=("rules",), default="rules", help="who writes the bugs: rules (seeded AST mutations)"
+    )
+    p.add_argument(
+        "--near-dup-threshold",
+        type=float,
+        default=FilterConfig.near_dup_threshold,
+        help="a kept bug this similar to an earlier one (issue text and patch; data.build's rule) "
+        f"is dropped (default {FilterConfig.near_dup_threshold}; 0 = off)",
+    )
+    p.add_argument(
+        "--relevant-files",
+        type=int,
+        default=3,
+        help="with --git: unchanged files added to each code context (default 3)",
+    )
     p.add_argument("--workers", type=int, default=2, help="test runners on a local Ray; 0 = in this process")
     p.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
-    p.add_argument("--limit", type=int, default=0, help="use at most this many instances (0 = all)")
+    p.add_argument("--limit", type=int, default=0, help="with --data: use at most this many instances (0 = all)")
     p.add_argument("--wall-s", type=float, default=30.0, help="wall clock of one test run (default 30)")
     p.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
     p.add_argument("--overwrite", action="store_true", help="replace a dataset already in --out")
@@ -209,24 +362,36 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(operators) - set(OPERATORS))
     if unknown or not operators:
         fail(parser.prog, f"--operators: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(OPERATORS)}")
-    if args.per_instance < 1 or args.combine < 1 or args.workers < 0 or args.wall_s <= 0:
-        fail(parser.prog, "--per-instance and --combine must be >= 1, --workers >= 0, --wall-s > 0")
+    if args.per_source < 1 or args.combine < 1 or args.workers < 0 or args.wall_s <= 0:
+        fail(parser.prog, "--per-instance/--per-repo and --combine must be >= 1, --workers >= 0, --wall-s > 0")
+    if not 0 <= args.near_dup_threshold <= 1 or args.relevant_files < 0:
+        fail(parser.prog, "--near-dup-threshold must be in [0, 1] (0 = off), --relevant-files >= 0")
+    git = list(args.git or ())
+    cfg = ExecutionConfig(
+        num_runners=max(args.workers, 1), num_cpus=1.0, cache_dir=args.cache_dir, wall_s=args.wall_s, repos=git
+    )
+    started = time.monotonic()
     try:
-        sources = list(read_instances(args.data, args.limit))
+        paths = tuple(p.strip() for p in args.paths.split(",") if p.strip())
+        sources: list[Source] = (
+            list(git_sources(git, args.commit, paths, cfg, args.environment))
+            if git
+            else list(read_instances(args.data, args.limit))
+        )
         out = prepare_output(args.out, args.overwrite)
     except (UserError, OSError, ValueError) as exc:
         fail(parser.prog, str(exc))
-    cfg = ExecutionConfig(num_runners=max(args.workers, 1), num_cpus=1.0, cache_dir=args.cache_dir, wall_s=args.wall_s)
-    started = time.monotonic()
-    options = {"per_instance": args.per_instance, "combine": args.combine, "seed": args.seed, "operators": operators}
-    seconds: dict[str, float] = {}
+    options = {"per_instance": args.per_source, "combine": args.combine, "seed": args.seed, "operators": operators}
+    extra = {"near_dup_threshold": args.near_dup_threshold, "relevant_files": args.relevant_files}
+    seconds: dict[str, float] = {"sources": time.monotonic() - started}
+    baselines: dict[str, dict[str, int]] = {}
     if args.workers == 0:
-        outcomes = inject(sources, InProcess(Runner(cfg)), **options, seconds=seconds)
+        outcomes = inject(sources, InProcess(Runner(cfg)), **options, **extra, seconds=seconds, baselines_out=baselines)
     else:
         with ray_session(args.ray_address, args.workers):
             pool = TestPool(cfg)
             try:
-                outcomes = inject(sources, pool, **options, seconds=seconds)
+                outcomes = inject(sources, pool, **options, **extra, seconds=seconds, baselines_out=baselines)
             finally:
                 pool.shutdown()
     counts = Counter(o.reason for o in outcomes)
@@ -246,10 +411,12 @@ def main(argv: list[str] | None = None) -> int:
                 by_operator[o.candidate.operators if o.candidate else ""] += 1
     elapsed = time.monotonic() - started
     manifest = {
-        "source": args.data,
-        "injector": "rules",
-        "options": {**options, "operators": list(operators), "wall_s": args.wall_s},
+        "source": args.data or git,
+        "commit": {_instance(s).repo: _instance(s).base_commit for s in sources} if git else None,
+        "injector": args.injector,
+        "options": {**options, **extra, "operators": list(operators), "wall_s": args.wall_s, "paths": list(paths)},
         "sources": len(sources),
+        "baselines": baselines,
         "candidates": sum(1 for o in outcomes if o.candidate is not None),
         "kept": counts["kept"],
         "counts": dict(sorted(counts.items())),

@@ -20,9 +20,10 @@ proved, the environment the source's, `problem_source` "injected:rules:<operator
 issue text the failing tests' report (their names and first failure lines: what a red CI run
 tells an engineer; it never names the fix). Every rejection has a reason (`BugOutcome.reason`).
 
-Only instances whose snapshot is their files (EnvSpec.snapshot "files": the demo set) can
-carry a buggy tree as their code context; an instance whose snapshot is a git commit would
-need a commit holding the bug (not built: counted as `git_snapshot`).
+An instance whose snapshot is its files (EnvSpec.snapshot "files": the demo set) carries its
+buggy tree as its code context. A repository at a commit (repository.py: `--git`) carries it as
+a commit of its clone; a mined instance's fixed code is no commit of its clone, so `--data` of
+git instances is refused (`git_snapshot`: give the repository with `--git`).
 
 This module is the injector's logic, pure: the draws, the trees, the proof and the instance.
 The runs themselves (test jobs on the test-runner pool, which sits above `data/` in the

@@ -126,6 +126,14 @@ def test_files(test_patch: str | None) -> list[str]:
     return sorted({fp.new_path for fp in parse_patch(test_patch) if fp.new_path and fp.new_path.endswith(".py")})
 
 
+def labelled_files(instance: Instance) -> list[str]:
+    """The test files that the instance's pytest labels (FAIL_TO_PASS, PASS_TO_PASS: `file::name`)
+    name: the tests of an instance with no test patch, whose tests are all in its snapshot
+    (made instances: data/inject/repository.py)."""
+    ids = [*(instance.fail_to_pass or ()), *(instance.pass_to_pass or ())]
+    return sorted({t.split("::", 1)[0] for t in ids if "::" in t and t.split("::", 1)[0].endswith(".py")})
+
+
 ENV_MARKS = ("{env}", "{python}")  # what the environment's and the interpreter's prefixes read as in test ids
 
 
@@ -218,10 +226,16 @@ class Runner:
             return fail("env_failed", str(exc))
         own_tests = job.test_patch is None and not job.tests
         test_patch = inst.test_patch if own_tests else job.test_patch
+        owned = GUARDED_DIRS[spec.runner]
         try:
             tests = list(job.tests) or test_files(test_patch)
+            if not tests and own_tests and not test_patch:
+                # Its labels name the tests, all in the snapshot: their folders are the runner's
+                # whole (a candidate's change to a helper beside them, tests/utils.py, is not applied).
+                tests = labelled_files(inst)
+                owned = (*owned, *sorted({str(PurePosixPath(t).parent) for t in tests} - {"."}))
             roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
-            changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, GUARDED_DIRS[spec.runner])
+            changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, owned)
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         if not tests:

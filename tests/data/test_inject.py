@@ -41,7 +41,7 @@ def test_the_demo_sets_fixed_code_gives_proved_bugs_and_a_funnel(injected):
     out, manifest, _ = injected
     assert manifest["sources"] == 2 and manifest["candidates"] == 6
     assert sum(manifest["counts"].values()) == 6 and manifest["kept"] == manifest["counts"].get("kept", 0) >= 1
-    assert set(manifest["seconds"]) == {"baseline", "bugs", "inverse"}
+    assert set(manifest["seconds"]) == {"sources", "baseline", "bugs", "inverse", "instances"}
     kept = list(read_instances(str(out), 0))
     assert len(kept) == manifest["kept"] and sum(manifest["kept_by_operator"].values()) == len(kept)
     for inst in kept:

@@ -1,0 +1,139 @@
+"""Working code read from a clone at a commit, and the bug as a commit of that clone.
+
+`python -m data.inject --git owner/name=CLONE --commit REF` needs no pull request: the source
+is the repository at REF. Its Python sources outside test folders (`--paths` narrows them: a
+src/ layout's package) are the files the rules injector may change; its test files (test_*.py,
+*_test.py under any folder) are the suite whose passing tests are the baseline. The source is an
+`Instance` with those sources as its code context, no oracle and no test patch, so the
+injector's draws and trees (injector.py) take it as they take a demo instance.
+
+A kept bug's instance has the repository's snapshot at a commit holding the bug: the bug is
+committed into the clone (data/git/commits.py, `refs/swe-rl/inject/<id>`), and the instance's
+base commit is that commit, its oracle patch the inverse of the bug, its code context the
+changed files as the bug left them plus `relevant_files` unchanged ones chosen as data.build
+chooses them (data/context/imports.py). It has no test patch: its tests are the test files its
+FAIL_TO_PASS and PASS_TO_PASS name (reward/execution/runner.py runs those when an instance has
+no test patch), all already in the snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from data.context.imports import relevant_candidates
+from data.git.commits import commit_files
+from data.git.diffs import is_test_path
+from data.git.repo import Repo
+from data.inject.injector import BugCandidate, buggy_tree, issue_text, working_tree
+from data.inject.mutations import is_test_file
+from data.mining.extract import add_relevant
+from data.mining.filters import FilterConfig
+from data.patching import files_patch
+from data.schema import Instance
+
+REF_PREFIX = "refs/swe-rl/inject/"
+
+
+@dataclass(frozen=True)
+class GitSource:
+    """The repository at a commit: an Instance over its sources, and its test files."""
+
+    instance: Instance
+    tests: tuple[str, ...]
+    clone: Path
+
+
+def _is_source(path: str, prefixes: tuple[str, ...]) -> bool:
+    if not path.endswith(".py") or is_test_file(path) or is_test_path(path):
+        return False
+    if prefixes:
+        return any(path.startswith(p.rstrip("/") + "/") or path == p for p in prefixes)
+    # Without prefixes: the code, not the project's scaffolding (docs' conf.py, setup.py).
+    return not path.startswith(("docs/", "doc/", "examples/", ".")) and path not in {"setup.py", "noxfile.py"}
+
+
+def _is_test_module(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def read_source(name: str, clone: Path, commit: str, prefixes: tuple[str, ...] = ()) -> GitSource:
+    """The repository `name` held by `clone` at `commit` (a ref or id), as a source. Raises
+    ValueError naming what is missing (no such commit, no source file, no test file)."""
+    with Repo(clone) as repo:
+        sha = repo.resolve(commit)
+        if sha is None:
+            raise ValueError(f"{clone}: no commit {commit!r}")
+        paths = repo.text("ls-tree", "-r", "--name-only", sha).splitlines()
+        date = repo.text("log", "-1", "--format=%cI", sha).strip()
+        sources: dict[str, str] = {}
+        for path in paths:
+            if _is_source(path, prefixes):
+                blob = repo.blob(f"{sha}:{path}")
+                try:
+                    sources[path] = blob.decode("utf-8") if blob is not None else ""
+                except UnicodeDecodeError:
+                    continue
+    tests = tuple(sorted(p for p in paths if _is_test_module(p)))
+    if not sources:
+        raise ValueError(
+            f"{name} at {sha[:12]}: no Python source outside test folders" + (f" under {prefixes}" if prefixes else "")
+        )
+    if not tests:
+        raise ValueError(f"{name} at {sha[:12]}: no test file (test_*.py, *_test.py)")
+    inst = Instance(
+        instance_id=f"{name.replace('/', '__')}-{sha[:12]}",
+        repo=name,
+        base_commit=sha,
+        problem_statement="",
+        patch="",
+        test_patch="",
+        code_context=sources,
+        oracle_new_content={},
+        created_at=date,
+    )
+    return GitSource(inst, tests, clone)
+
+
+def bug_instance(
+    source: GitSource,
+    candidate: BugCandidate,
+    k: int,
+    fail_to_pass: set[str],
+    baseline: set[str],
+    runs: list[Any],
+    relevant_files: int = 3,
+) -> Instance:
+    """A proved bug of `source` as an instance whose base commit holds the bug (committed into
+    the clone under REF_PREFIX) and whose oracle patch reverts it."""
+    src = source.instance
+    fixed, buggy = working_tree(src), buggy_tree(src, candidate.bug)
+    changed = sorted({m.path for m in candidate.bug})
+    instance_id = f"{src.instance_id}.inject{k}"
+    bug = {p: buggy[p] for p in changed}
+    commit = commit_files(
+        source.clone,
+        src.base_commit,
+        dict(bug),
+        f"injected bug {instance_id} ({candidate.operators})",
+        REF_PREFIX + instance_id,
+    )
+    context: dict[str, str] = dict(bug)
+    if relevant_files > 0:
+        with Repo(source.clone) as repo:
+            found = relevant_candidates(repo, commit, changed, set(changed))
+            context.update(add_relevant(repo, commit, found, 0, relevant_files, FilterConfig()))
+    return replace(
+        src,
+        instance_id=instance_id,
+        base_commit=commit,
+        problem_statement=issue_text(fail_to_pass, runs),
+        patch=files_patch(bug, {p: fixed[p] for p in changed}, set()),
+        code_context=context,
+        oracle_new_content={p: fixed[p] for p in changed},
+        problem_source=f"injected:rules:{candidate.operators}",
+        fail_to_pass=tuple(sorted(fail_to_pass)),
+        pass_to_pass=tuple(sorted(baseline - fail_to_pass)),
+    )

@@ -1,0 +1,156 @@
+"""python -m data.inject --git (data/inject/repository.py): bugs injected into a repository at a
+commit, with no pull request: the bug is a commit of the clone, the instance's tests are the
+files its labels name, and the instance resolves with its oracle patch and not without."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conf.config import ExecutionConfig
+from data.fixtures.synthetic import RepoBuilder
+from data.git.commits import commit_files
+from data.inject.repository import REF_PREFIX, read_source
+from data.loader import read_instances
+from data.schema import Instance
+from reward.execution import sandbox
+from reward.execution.runner import Runner, TestJob, labelled_files
+
+REPO = Path(__file__).resolve().parents[2]
+needs_sandbox = pytest.mark.skipif(
+    sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}"
+)
+
+CALC = '''"""Small arithmetic."""
+
+
+def add(a, b):
+    return a + b
+
+
+def clamp(x, low, high):
+    if x < low:
+        return low
+    if x > high:
+        return high
+    return x
+
+
+def mean(values):
+    return sum(values) / len(values)
+'''
+TESTS = """from calc.ops import add, clamp, mean
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_clamp():
+    assert clamp(5, 0, 3) == 3
+    assert clamp(-1, 0, 3) == 0
+    assert clamp(2, 0, 3) == 2
+
+
+def test_mean():
+    assert mean([1, 2, 3]) == 2
+"""
+
+
+def _repo(root: Path) -> RepoBuilder:
+    repo = RepoBuilder(root, origin_url="https://github.com/acme/calc.git")
+    repo.commit(
+        {
+            "calc/__init__.py": "",
+            "calc/ops.py": CALC,
+            "tests/__init__.py": "",
+            "tests/helpers.py": "ANSWER = 42\n",
+            "tests/test_ops.py": TESTS,
+            "docs/conf.py": "project = 'calc'\n",
+        },
+        "calc",
+    )
+    return repo
+
+
+def test_commit_files_is_reproducible_and_leaves_the_parent_alone(tmp_path):
+    repo = _repo(tmp_path / "r")
+    head = repo.git("rev-parse", "HEAD")
+    changes = {"calc/ops.py": CALC.replace("a + b", "a - b"), "docs/conf.py": None}
+    a = commit_files(repo.path, head, changes, "bug", REF_PREFIX + "x")
+    b = commit_files(repo.path, head, changes, "bug", REF_PREFIX + "y")
+    assert a == b and repo.git("rev-parse", REF_PREFIX + "x") == a
+    assert "a - b" in repo.git("show", f"{a}:calc/ops.py") and "a + b" in repo.git("show", f"{head}:calc/ops.py")
+    assert "docs/conf.py" not in repo.git("ls-tree", "-r", "--name-only", a)
+    assert repo.git("rev-parse", "HEAD") == head and repo.git("status", "--porcelain") == ""
+
+
+def test_read_source_takes_the_code_and_lists_the_tests(tmp_path):
+    repo = _repo(tmp_path / "r")
+    src = read_source("acme/calc", repo.path, "HEAD")
+    assert sorted(src.instance.code_context) == ["calc/__init__.py", "calc/ops.py"]  # no tests/, no docs/
+    assert src.tests == ("tests/test_ops.py",) and src.instance.base_commit == repo.git("rev-parse", "HEAD")
+    with pytest.raises(ValueError, match="no commit"):
+        read_source("acme/calc", repo.path, "nope")
+    with pytest.raises(ValueError, match="no Python source"):
+        read_source("acme/calc", repo.path, "HEAD", ("src",))
+
+
+def test_an_instance_without_a_test_patch_runs_the_files_its_labels_name():
+    inst = Instance(
+        "i",
+        "a/b",
+        "c",
+        "",
+        "",
+        "",
+        {},
+        {},
+        fail_to_pass=("tests/test_a.py::test_x",),
+        pass_to_pass=("tests/sub/test_b.py::T::test_y", "odd id"),
+    )
+    assert labelled_files(inst) == ["tests/sub/test_b.py", "tests/test_a.py"]
+
+
+@pytest.fixture(scope="module")
+def injected(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inject-git")
+    repo = _repo(root / "calc")
+    out, cache = root / "out", root / "cache"
+    cmd = [sys.executable, "-m", "data.inject", "--git", f"acme/calc={repo.path}", "--out", str(out)]
+    cmd += ["--per-repo", "4", "--workers", "0", "--wall-s", "10", "--cache-dir", str(cache)]
+    cmd += ["--environment", "{}", "--operators", "binop,compare,drop_return"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return repo, out, cache, json.loads((out / "_manifest.json").read_text())
+
+
+@needs_sandbox
+def test_bugs_in_a_repository_at_a_commit_become_instances_that_resolve(injected):
+    repo, out, cache, manifest = injected
+    head = repo.git("rev-parse", "HEAD")
+    assert manifest["commit"] == {"acme/calc": head} and manifest["candidates"] == 4
+    (baseline,) = manifest["baselines"].values()
+    assert baseline == {"passing": 3, "left_out": 0}
+    kept = list(read_instances(str(out), 0))
+    assert kept and len(kept) == manifest["kept"]
+    runner = Runner(ExecutionConfig(cache_dir=str(cache), wall_s=10.0, repos=[f"acme/calc={repo.path}"]))
+    for inst in kept:
+        assert inst.test_patch == "" and inst.fail_to_pass and inst.repo == "acme/calc"
+        assert repo.git("rev-parse", f"{inst.base_commit}^") == head  # the bug is a commit on the source
+        assert repo.git("rev-parse", REF_PREFIX + inst.instance_id) == inst.base_commit
+        assert list(inst.oracle_new_content) == ["calc/ops.py"] and inst.oracle_new_content["calc/ops.py"] == CALC
+        assert inst.code_context["calc/ops.py"].strip() == repo.git("show", f"{inst.base_commit}:calc/ops.py")
+        assert inst.code_context["calc/ops.py"] != CALC
+        gold, empty = runner.run(TestJob(inst, inst.patch)), runner.run(TestJob(inst, ""))
+        assert (gold.status, gold.resolved) == ("ok", True), gold.reason
+        assert (empty.status, empty.resolved) == ("ok", False)
+    # A candidate may not reach the verdict through a helper beside the tests.
+    inst = kept[0]
+    forged = "--- a/tests/helpers.py\n+++ b/tests/helpers.py\n@@ -1 +1 @@\n-ANSWER = 42\n+ANSWER = 43\n"
+    run = runner.run(TestJob(inst, inst.patch + forged))
+    assert run.guarded == ("tests/helpers.py",) and run.resolved is True
