@@ -40,19 +40,25 @@ class ContextEngine:
     def ask(self, ids: list[str], messages: list[list[dict[str, str]]]) -> list[str | None]:
         """Greedy answers to the chat `messages` (one conversation per id), in order; None for a
         prompt over the budget."""
+        return [answers[0] if answers else None for answers in self.sample(ids, messages, 1, 0.0)]
 
+    def sample(
+        self, ids: list[str], messages: list[list[dict[str, str]]], n: int, temperature: float
+    ) -> list[list[str]]:
+        """`n` answers to each conversation at `temperature` (seeded per id), in order; [] for a
+        prompt over the budget (data.inject's model injector asks for several bugs per source)."""
         prompts = [encode_prompt(self.tokenizer, m) for m in messages]
         requests = [
-            GenerationRequest(f"context/{i}", p, 1, request_seed(self.seed, i), 0.0)
+            GenerationRequest(f"context/{i}", p, n, request_seed(self.seed, i), temperature)
             for i, p in zip(ids, prompts, strict=True)
             if len(p) <= self.budget
         ]
         if not requests:
-            return [None] * len(ids)
+            return [[] for _ in ids]
         assert self.engines is not None, "ask after close"
         results = self.engines.generate(requests)
-        texts = {r.request_id: r.completions[0].text for r in results}
-        return [texts.get(f"context/{i}") for i in ids]
+        texts = {r.request_id: [c.text for c in r.completions] for r in results}
+        return [texts.get(f"context/{i}", []) for i in ids]
 
     def close(self) -> None:
         if self.engines is not None:

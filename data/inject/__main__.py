@@ -47,14 +47,15 @@ import json
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from actors.cluster.join import ray_session
 from conf import logs
-from conf.config import ExecutionConfig
+from conf.config import ExecutionConfig, ModelConfig
 from conf.errors import UserError, fail
 from conf.progress import Progress
 from data.git.repo import GitError, parse_clone
@@ -68,6 +69,7 @@ from data.inject.injector import (
     tree_patch,
     working_tree,
 )
+from data.inject.model_bugs import bug_from_files, bug_messages
 from data.inject.mutations import OPERATORS
 from data.inject.repository import GitSource, bug_instance, read_source
 from data.loader import read_instances
@@ -75,10 +77,12 @@ from data.mining.filters import FilterConfig
 from data.mining.neardup import NearDuplicates
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
+from reward.apply import apply_edits
 from reward.execution.environments import EnvSpec, derive_spec
 from reward.execution.pool import TestPool
 from reward.execution.runner import Runner, TestJob, TestRun
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
+from reward.parse import Rejected, parse_output
 
 EXAMPLES = 5  # per reason, in the manifest
 REPEATS = 2  # runs of every tree: a bug's failures must repeat to count
@@ -134,13 +138,17 @@ def inject(
     operators: tuple[str, ...] = OPERATORS,
     near_dup_threshold: float = FilterConfig.near_dup_threshold,
     relevant_files: int = 3,
+    draw: Draw | None = None,
     seconds: dict[str, float] | None = None,
     baselines_out: dict[str, dict[str, int]] | None = None,
 ) -> list[BugOutcome]:
     """Every source's outcome (when it was rejected) and every candidate's, in order; the
     seconds of each stage (baseline, bugs, inverse) go into `seconds`, and each source's
     baseline (tests passing both times, and those left out: failing or flaky) into
-    `baselines_out`, when given."""
+    `baselines_out`, when given. `draw` writes the bugs of the sources whose baseline passed
+    (default: the rules injector's seeded mutations, `per_instance` per source)."""
+    if draw is None:
+        draw = rules_draw(per_instance, combine, seed, operators)
     seconds = {} if seconds is None else seconds
     clock = time.monotonic()
     outcomes: list[BugOutcome] = []
@@ -163,7 +171,6 @@ def inject(
     runs = pool.run(jobs, what="baseline runs")
     seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
     baselines: dict[int, set[str]] = {}
-    bugs: list[tuple[int, BugCandidate]] = []
     for i, src in enumerate(usable):
         inst = _instance(src)
         base_runs = runs[i * REPEATS : (i + 1) * REPEATS]
@@ -175,7 +182,10 @@ def inject(
             outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=why or "no test passes"))
             continue
         baselines[i] = passing
-        bugs += [(i, c) for c in candidates(inst, per_instance, combine, seed, operators)]
+    drawn, unusable = draw([_instance(usable[i]) for i in baselines])
+    outcomes += unusable
+    bugs = [(i, c) for i, found in zip(baselines, drawn, strict=True) for c in found]
+    seconds["draw"], clock = time.monotonic() - clock, time.monotonic()
     jobs = [
         _job(usable[i], buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
         for j, (i, c) in enumerate(bugs)
@@ -198,6 +208,59 @@ def inject(
     outcomes += _kept(proved, useless, near_dup_threshold, relevant_files)
     seconds["instances"] = time.monotonic() - clock
     return outcomes
+
+
+# Sources in, each one's bugs out (in order), with the answers that gave no bug as outcomes.
+Draw = Callable[[list[Instance]], tuple[list[list[BugCandidate]], list[BugOutcome]]]
+
+
+def rules_draw(per_instance: int, combine: int, seed: int, operators: tuple[str, ...]) -> Draw:
+    def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+        return [candidates(inst, per_instance, combine, seed, operators) for inst in sources], []
+
+    return draw
+
+
+class Sampler(Protocol):
+    """What writes the model injector's answers: n samples per conversation (ContextEngine)."""
+
+    def sample(
+        self, ids: list[str], messages: list[list[dict[str, str]]], n: int, temperature: float
+    ) -> list[list[str]]: ...
+
+
+def model_draw(sampler: Sampler, per_source: int, temperature: float, seed: int) -> Draw:
+    """The policy writes `per_source` bugs per source (data/inject/model_bugs.py's prompt); an
+    answer is read by the reward's own rules (rules 1-3), so a malformed one is rejected as a
+    malformed fix would be, and one that edits a test file, no file or a file that is not the
+    repository's Python code is rejected with that reason."""
+
+    def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+        trees = [working_tree(inst) for inst in sources]
+        messages = [bug_messages(inst, tree, seed) for inst, tree in zip(sources, trees, strict=True)]
+        answers = sampler.sample([inst.instance_id for inst in sources], messages, per_source, temperature)
+        drawn: list[list[BugCandidate]] = []
+        rejected: list[BugOutcome] = []
+        for inst, tree, texts in zip(sources, trees, answers, strict=True):
+            found: list[BugCandidate] = []
+            if not texts:
+                rejected.append(BugOutcome(None, inst.instance_id, "prompt_too_long"))
+            for text in texts:
+                try:
+                    applied = apply_edits(tree, parse_output(text))
+                    bug, why = bug_from_files(tree, applied.new_content)
+                    reason = "edits_outside_code" if why else ""
+                except Rejected as exc:
+                    bug, why = (), exc.reason
+                    reason = "malformed" if not exc.format_ok else "edit_failed"
+                if bug:
+                    found.append(BugCandidate(inst, bug))
+                else:
+                    rejected.append(BugOutcome(BugCandidate(inst, ()), inst.instance_id, reason, detail=why[:200]))
+            drawn.append(found)
+        return drawn, rejected
+
+    return draw
 
 
 @dataclass(frozen=True)
@@ -290,6 +353,18 @@ def git_sources(
     return out
 
 
+def _engine(args: argparse.Namespace, on_ray: bool) -> Any:
+    """The policy that writes bugs: one engine (a rollout actor when on Ray), as data.build's
+    `--context model` starts one."""
+    # The engine sits in actors/, above data/ in the layers: only the model injector needs it,
+    # so a rules run never imports vLLM.
+    from actors.rollout.context_engine import ContextEngine
+    from data.mining.context_step import ContextConfig
+
+    model_cfg = ContextConfig(mode="model", model=args.model, max_new_tokens=args.max_new_tokens, batch=64)
+    return ContextEngine(args.model, model_cfg.engine(), dtype=model_cfg.dtype, seed=args.seed, on_ray=on_ray)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m data.inject",
@@ -330,7 +405,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seeds the draws (default 0)")
     p.add_argument("--operators", default=",".join(OPERATORS), help=f"comma-separated, of {', '.join(OPERATORS)}")
     p.add_argument(
-        "--injector", choices=("rules",), default="rules", help="who writes the bugs: rules (seeded AST mutations)"
+        "--injector",
+        choices=("rules", "model"),
+        default="rules",
+        help="who writes the bugs: rules (seeded AST mutations) or model (the policy, as SEARCH/REPLACE edits)",
+    )
+    p.add_argument(
+        "--model",
+        default=ModelConfig.name,
+        help=f"with --injector model: a known name or a HF directory (default {ModelConfig.name})",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=1.0, help="with --injector model: sampling temperature (default 1.0)"
+    )
+    p.add_argument(
+        "--max-new-tokens", type=int, default=1024, help="with --injector model: answer length limit (default 1024)"
     )
     p.add_argument(
         "--near-dup-threshold",
@@ -385,14 +474,17 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"near_dup_threshold": args.near_dup_threshold, "relevant_files": args.relevant_files}
     seconds: dict[str, float] = {"sources": time.monotonic() - started}
     baselines: dict[str, dict[str, int]] = {}
-    if args.workers == 0:
-        outcomes = inject(sources, InProcess(Runner(cfg)), **options, **extra, seconds=seconds, baselines_out=baselines)
-    else:
-        with ray_session(args.ray_address, args.workers):
-            pool = TestPool(cfg)
-            try:
-                outcomes = inject(sources, pool, **options, **extra, seconds=seconds, baselines_out=baselines)
-            finally:
+    on_ray = args.workers > 0 or bool(args.ray_address)
+    with ray_session(args.ray_address, args.workers) if on_ray else nullcontext():
+        engine = _engine(args, on_ray) if args.injector == "model" else None
+        pool = TestPool(cfg) if on_ray else InProcess(Runner(cfg))
+        draw = model_draw(engine, args.per_source, args.temperature, args.seed) if engine else None
+        try:
+            outcomes = inject(sources, pool, **options, **extra, draw=draw, seconds=seconds, baselines_out=baselines)
+        finally:
+            if engine is not None:
+                engine.close()
+            if isinstance(pool, TestPool):
                 pool.shutdown()
     counts = Counter(o.reason for o in outcomes)
     examples: dict[str, list[str]] = defaultdict(list)

@@ -53,6 +53,12 @@ class BugCandidate:
     def operators(self) -> str:
         return "+".join(sorted({m.operator for m in self.bug}))
 
+    @property
+    def problem_source(self) -> str:
+        """How the bug was made: "injected:rules:<operators>", or "injected:model" (the policy)."""
+        ops = self.operators
+        return "injected:model" if ops == "model" else f"injected:rules:{ops}"
+
 
 @dataclass(frozen=True)
 class BugOutcome:
@@ -139,7 +145,7 @@ def as_instance(
         patch=files_patch(context, oracle, set()),
         code_context=context,
         oracle_new_content=oracle,
-        problem_source=f"injected:rules:{candidate.operators}",
+        problem_source=candidate.problem_source,
         linked_issues=None,
         pr_number=None,
         fail_to_pass=tuple(sorted(fail_to_pass)),

@@ -133,7 +133,7 @@ def bug_instance(
         patch=files_patch(bug, {p: fixed[p] for p in changed}, set()),
         code_context=context,
         oracle_new_content={p: fixed[p] for p in changed},
-        problem_source=f"injected:rules:{candidate.operators}",
+        problem_source=candidate.problem_source,
         fail_to_pass=tuple(sorted(fail_to_pass)),
         pass_to_pass=tuple(sorted(baseline - fail_to_pass)),
     )

@@ -35,8 +35,9 @@ short = [{"role": "user", "content": "Which files? pkg/a.py"}]
 long = [{"role": "user", "content": "word " * 2000}]
 first = engine.ask(["a", "b", "c"], [short, long, short])
 again = engine.ask(["a"], [short])
+sampled = engine.sample(["a", "b"], [short, long], 3, 1.0)  # data.inject's model injector
 close(engine)
-print("RESULT", json.dumps({"first": first, "again": again, "code": code, "build_s": built}))
+print("RESULT", json.dumps({"first": first, "again": again, "sampled": sampled, "code": code, "build_s": built}))
 """
 
 
@@ -62,6 +63,8 @@ def test_the_tiny_model_answers_the_builds_questions_in_batches(tiny: str, tmp_p
     # The long prompt (over 1024 - 8 tokens) is not sent; the others are answered, greedily.
     assert first[1] is None and isinstance(first[0], str) and first[0] and first[0] == first[2] == again[0]
     assert result["code"] == 0
+    sampled = result["sampled"]  # n answers at a temperature, none for a prompt over the budget
+    assert len(sampled[0]) == 3 and all(isinstance(t, str) for t in sampled[0]) and sampled[1] == []
     manifest = json.loads((out / "_manifest.json").read_text())
     kept, ctx = manifest["instances"], manifest["context"]
     assert kept >= 4 and ctx["model"] == "tiny" and ctx["asked"] == kept and ctx["too_long"] == 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conf.config import ExecutionConfig
-from data.inject.__main__ import inject
+from data.inject.__main__ import inject, main
 from data.inject.injector import BugCandidate, prove
 from data.inject.mutations import Mutation
 from data.loader import read_instances
@@ -127,3 +127,70 @@ def test_bad_switches_are_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--data", "demo", "--out", str(tmp_path / "o"), "--operators", "nope"])
     assert stop.value.code == 2 and "--operators: unknown nope; known: binop" in capsys.readouterr().err
+
+
+class ScriptedSampler:
+    """The model injector's answers, written out: one list per source."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.answers, self.asked = answers, []
+
+    def sample(self, ids, messages, n, temperature):
+        self.asked.append((ids, messages, n, temperature))
+        return [self.answers[:n] for _ in ids]
+
+
+def _edit(path: str, search: str, replace_with: str) -> str:
+    block = f"```python\n### {path}\n<<<<<<< SEARCH\n{search}\n=======\n{replace_with}\n>>>>>>> REPLACE\n```"
+    return f"<think>break it</think> <solution>{block}</solution>"
+
+
+def test_the_model_injector_reads_answers_by_the_rewards_rules_and_proves_them_as_rules_bugs():
+    from data.inject.__main__ import model_draw  # the command's draw: it reads answers with the reward's parser
+
+    (inst,) = list(read_instances("demo", 1))
+    code = {"pkg/a.py": "def f(x):\n    return x + 1\n"}
+    inst = replace(inst, code_context=code, oracle_new_content={}, patch="")
+    answers = [
+        _edit("pkg/a.py", "    return x + 1", "    return x - 1"),  # a bug the tests catch
+        _edit("pkg/a.py", "    return x + 1", "    return x + 1"),  # changes nothing (the reward refuses it)
+        _edit("tests/test_a.py", "", "def test_x():\n    pass"),  # a test file
+        _edit("pkg/a.py", "    return x * 7", "    return x"),  # its SEARCH is not in the file
+        "no answer format at all",
+    ]
+    sampler = ScriptedSampler(answers)
+    pool = FakePool(["t1", "t2"], {"+    return x - 1": "t1"})  # the bug's line breaks t1
+    outcomes = inject([inst], pool, per_instance=5, draw=model_draw(sampler, 5, 0.7, seed=3))
+    reasons = sorted(o.reason for o in outcomes)
+    assert reasons == ["edit_failed", "edit_failed", "edits_outside_code", "kept", "malformed"]
+    ((ids, messages, n, temperature),) = sampler.asked
+    assert ids == [inst.instance_id] and (n, temperature) == (5, 0.7)
+    assert "pkg/a.py" in messages[0][1]["content"] and "test" not in messages[0][1]["content"].split("Introduce")[0]
+    (kept,) = [o.instance for o in outcomes if o.reason == "kept"]
+    assert kept.problem_source == "injected:model" and kept.fail_to_pass == ("t1",)
+    assert kept.code_context["pkg/a.py"] == "def f(x):\n    return x - 1\n" and kept.oracle_new_content == code
+
+
+def test_injector_model_starts_one_engine_and_counts_every_answer(tmp_path, monkeypatch):
+    from actors.rollout import context_engine  # replaced by a scripted engine: its real one is tested in actors/
+
+    started = []
+
+    class Engine(ScriptedSampler):
+        def __init__(self, model, engine, *, dtype, seed, on_ray):
+            super().__init__(["not an answer"] * 8)
+            started.append((model, engine.max_new_tokens, seed, on_ray))
+
+        def close(self):
+            started.append("closed")
+
+    monkeypatch.setattr(context_engine, "ContextEngine", Engine)
+    out = tmp_path / "out"
+    args = ["--data", "demo", "--out", str(out), "--limit", "1", "--injector", "model", "--model", "tiny"]
+    args += ["--per-instance", "3", "--max-new-tokens", "32", "--seed", "5", "--workers", "0"]
+    args += ["--wall-s", "10", "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 0
+    assert started == [("tiny", 32, 5, False), "closed"]
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["injector"] == "model" and manifest["candidates"] == 3
+    assert manifest["counts"] == {"malformed": 3} and manifest["kept"] == 0
