@@ -1,2 +1,1 @@
-"""Instances made by breaking working code (issue: data without pull requests). `mutations`
-holds the rule-based injector's transformations, pure and seeded."""
+"""`python -m data.inject`: instances made by breaking working code (the bugs themselves: data/bugs/)."""

@@ -129,7 +129,7 @@ def test_files(test_patch: str | None) -> list[str]:
 def labelled_files(instance: Instance) -> list[str]:
     """The test files that the instance's pytest labels (FAIL_TO_PASS, PASS_TO_PASS: `file::name`)
     name: the tests of an instance with no test patch, whose tests are all in its snapshot
-    (made instances: data/inject/repository.py)."""
+    (made instances: data/bugs/repository.py)."""
     ids = [*(instance.fail_to_pass or ()), *(instance.pass_to_pass or ())]
     return sorted({t.split("::", 1)[0] for t in ids if "::" in t and t.split("::", 1)[0].endswith(".py")})
 

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from conf.config import ExecutionConfig
-from data.inject.__main__ import inject, main
-from data.inject.injector import BugCandidate, prove
-from data.inject.mutations import Mutation
+from data.bugs.injector import BugCandidate, prove
+from data.bugs.mutations import Mutation
+from data.inject.__main__ import main
 from data.loader import read_instances
 from reward.execution import sandbox
 from reward.execution.runner import Runner, TestJob, TestRun
+from reward.proof import inject
 
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(
@@ -41,7 +42,7 @@ def test_the_demo_sets_fixed_code_gives_proved_bugs_and_a_funnel(injected):
     out, manifest, _ = injected
     assert manifest["sources"] == 2 and manifest["candidates"] == 6
     assert sum(manifest["counts"].values()) == 6 and manifest["kept"] == manifest["counts"].get("kept", 0) >= 1
-    assert set(manifest["seconds"]) == {"sources", "baseline", "bugs", "inverse", "instances"}
+    assert set(manifest["seconds"]) == {"sources", "baseline", "draw", "bugs", "inverse", "instances"}
     kept = list(read_instances(str(out), 0))
     assert len(kept) == manifest["kept"] and sum(manifest["kept_by_operator"].values()) == len(kept)
     for inst in kept:
@@ -107,9 +108,9 @@ def test_a_file_of_a_bug_that_does_not_matter_is_caught_and_a_git_snapshot_is_co
         Mutation("pkg/a.py", "binop", 1, 6, 7, "+", "-"),
         Mutation("pkg/b.py", "binop", 1, 6, 7, "-", "+"),
     )
-    from data.inject import __main__ as command  # the command runs the jobs; its draw is replaced here
+    from reward import proof  # the runs' module; its draw is replaced here
 
-    monkeypatch.setattr(command, "candidates", lambda *a, **k: [BugCandidate(inst, bug)])
+    monkeypatch.setattr(proof, "candidates", lambda *a, **k: [BugCandidate(inst, bug)])
     pool = FakePool(["t1", "t2"], {"+x = 1 - 2": "t1"})  # only a.py's change breaks a test
     (outcome,) = inject([inst], pool, per_instance=1, combine=2)
     assert (outcome.reason, outcome.detail) == ("file_does_not_matter", "pkg/b.py")
@@ -146,7 +147,7 @@ def _edit(path: str, search: str, replace_with: str) -> str:
 
 
 def test_the_model_injector_reads_answers_by_the_rewards_rules_and_proves_them_as_rules_bugs():
-    from data.inject.__main__ import model_draw  # the command's draw: it reads answers with the reward's parser
+    from reward.proof import model_draw  # the draw that reads answers with the reward's parser
 
     (inst,) = list(read_instances("demo", 1))
     code = {"pkg/a.py": "def f(x):\n    return x + 1\n"}

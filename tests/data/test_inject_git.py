@@ -1,4 +1,4 @@
-"""python -m data.inject --git (data/inject/repository.py): bugs injected into a repository at a
+"""python -m data.inject --git (data/bugs/repository.py): bugs injected into a repository at a
 commit, with no pull request: the bug is a commit of the clone, the instance's tests are the
 files its labels name, and the instance resolves with its oracle patch and not without."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from conf.config import ExecutionConfig
+from data.bugs.repository import REF_PREFIX, read_source
 from data.fixtures.synthetic import RepoBuilder
 from data.git.commits import commit_files
-from data.inject.repository import REF_PREFIX, read_source
 from data.loader import read_instances
 from data.schema import Instance
 from reward.execution import sandbox

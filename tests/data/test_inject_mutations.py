@@ -1,4 +1,4 @@
-"""data/inject/mutations.py: the rules injector's bugs, one operator at a time, on real demo
+"""data/bugs/mutations.py: the rules injector's bugs, one operator at a time, on real demo
 sources and on small ones written here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from data.inject.mutations import OPERATORS, apply_all, choose, is_test_file, sites
+from data.bugs.mutations import OPERATORS, apply_all, choose, is_test_file, sites
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo" / "src"
 

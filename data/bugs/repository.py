@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from data.bugs.injector import BugCandidate, buggy_tree, issue_text, working_tree
+from data.bugs.mutations import is_test_file
 from data.context.imports import relevant_candidates
 from data.git.commits import commit_files
 from data.git.diffs import is_test_path
 from data.git.repo import Repo
-from data.inject.injector import BugCandidate, buggy_tree, issue_text, working_tree
-from data.inject.mutations import is_test_file
 from data.mining.extract import add_relevant
 from data.mining.filters import FilterConfig
 from data.patching import files_patch

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from data.inject.mutations import Mutation, is_test_file
+from data.bugs.mutations import Mutation, is_test_file
 from data.prompt import fence, shuffled_files
 from data.schema import Instance
 

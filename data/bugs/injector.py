@@ -6,7 +6,7 @@ For each one:
 
     baseline   the tests run twice on the working code; the tests that pass both times are the
                baseline (the others, failing or flaky, are left out and counted)
-    bugs       `per_instance` candidates, each `combine` mutations (data/inject/mutations.py)
+    bugs       `per_instance` candidates, each `combine` mutations (data/bugs/mutations.py)
                drawn with seed (seed, instance, k) from the non-test Python files
     proof      the tests run twice with the bug: kept when the same non-empty set of baseline
                tests fails both times (FAIL_TO_PASS) and every other baseline test passes
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from data.inject.mutations import Mutation, apply_all, choose, sites
+from data.bugs.mutations import Mutation, apply_all, choose, sites
 from data.patching import created_files, files_patch
 from data.schema import Instance
 

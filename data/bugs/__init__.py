@@ -1,0 +1,2 @@
+"""Bugs put into working code: the rules and model injectors, the proof of a bug and the
+instance it makes (the runs: reward/proof.py; the command: data/inject/)."""

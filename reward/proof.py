@@ -1,0 +1,293 @@
+"""Bugs proved by their tests: the baseline, bug and inverse-check runs of data/bugs/ on a pool.
+
+The injector's logic is data/bugs/ (injector.py: the draws, trees, proof and instance;
+repository.py: a repository at a commit; model_bugs.py: the policy's prompt and answer); this
+module runs its tests, so it sits with the test runner, above data/ in the layers. Two callers:
+`python -m data.inject` (the command: a data set of made instances) and self-play training
+(the step's bugs, written by the policy). `inject` runs on `pool`,
+anything with `run(jobs, what) -> runs` in order: the test-runner pool (pool.py), or
+`InProcess(Runner)`.
+
+    baseline   the suite runs REPEATS times on the working code; tests that pass every time
+               are the baseline (the rest, failing or flaky, are left out and counted)
+    draw       the bugs of each source whose baseline passed: the rules injector's seeded
+               mutations (`rules_draw`) or the policy's answers (`model_draw`, read by the
+               reward's own rules 1-3, so a malformed bug is rejected as a malformed fix is)
+    bugs       the suite runs REPEATS times with each bug: kept when the same baseline tests
+               fail every time (FAIL_TO_PASS, at least one) and every other one passes
+    inverse    a bug over several files: reverting any one file alone makes some FAIL_TO_PASS
+               test pass again (every file matters: Self-play SWE-RL's inverse-mutation check)
+    instances  the same bug twice is kept once (an identical patch, or a near copy by
+               data.build's rule over the issue text and the patch); a repository's bug is
+               committed into its clone and is the instance's base commit
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from conf.progress import Progress
+from data.bugs.injector import (
+    BugCandidate,
+    BugOutcome,
+    as_instance,
+    buggy_tree,
+    candidates,
+    prove,
+    tree_patch,
+    working_tree,
+)
+from data.bugs.model_bugs import bug_from_files, bug_messages
+from data.bugs.mutations import OPERATORS
+from data.bugs.repository import GitSource, bug_instance
+from data.mining.filters import FilterConfig
+from data.mining.neardup import NearDuplicates
+from data.schema import Instance
+from reward.apply import apply_edits
+from reward.execution.environments import EnvSpec
+from reward.execution.runner import Runner, TestJob, TestRun
+from reward.parse import Rejected, parse_output
+
+REPEATS = 2  # runs of every tree: a bug's failures must repeat to count
+
+
+class InProcess:
+    """The pool's interface over one Runner in this process."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def run(self, jobs: Sequence[TestJob], what: str = "test runs") -> list[TestRun]:
+        with Progress("inject", what, len(jobs)) as progress:
+            out = []
+            for job in jobs:
+                out.append(self.runner.run(job))
+                progress.update(1)
+        return out
+
+
+Source = Instance | GitSource  # an instance's fixed code (--data) or a repository at a commit (--git)
+
+
+def instance_of(source: Source) -> Instance:
+    return source.instance if isinstance(source, GitSource) else source
+
+
+def _job(source: Source, tree: dict[str, str], job_id: str) -> TestJob:
+    """Tests of `tree` (the repository's files): the source's test patch, or a repository's
+    test files at its commit."""
+    inst = instance_of(source)
+    if isinstance(source, GitSource):
+        return TestJob(inst, tree_patch(inst, tree), job_id=job_id, tests=source.tests)
+    return TestJob(inst, tree_patch(inst, tree), job_id=job_id)
+
+
+def _passing(runs: Sequence[TestRun]) -> tuple[set[str], str]:
+    """The tests that passed in every run, or ("", why) when a run had no outcome."""
+    for run in runs:
+        if run.status != "ok":
+            return set(), f"{run.status}: {run.reason or ''}".strip()
+    names = set().union(*(r.outcomes for r in runs))
+    return {t for t in names if all(r.outcomes.get(t) == "passed" for r in runs)}, ""
+
+
+def inject(
+    sources: Sequence[Source],
+    pool: Any,
+    *,
+    per_instance: int = 4,
+    combine: int = 1,
+    seed: int = 0,
+    operators: tuple[str, ...] = OPERATORS,
+    near_dup_threshold: float = FilterConfig.near_dup_threshold,
+    relevant_files: int = 3,
+    draw: Draw | None = None,
+    seconds: dict[str, float] | None = None,
+    baselines_out: dict[str, dict[str, int]] | None = None,
+) -> list[BugOutcome]:
+    """Every source's outcome (when it was rejected) and every candidate's, in order; the
+    seconds of each stage (baseline, bugs, inverse) go into `seconds`, and each source's
+    baseline (tests passing both times, and those left out: failing or flaky) into
+    `baselines_out`, when given. `draw` writes the bugs of the sources whose baseline passed
+    (default: the rules injector's seeded mutations, `per_instance` per source)."""
+    if draw is None:
+        draw = rules_draw(per_instance, combine, seed, operators)
+    seconds = {} if seconds is None else seconds
+    clock = time.monotonic()
+    outcomes: list[BugOutcome] = []
+    usable: list[Source] = []
+    for source in sources:
+        inst = instance_of(source)
+        spec = (EnvSpec.from_json(inst.environment) if inst.environment else None) or EnvSpec()
+        if isinstance(source, GitSource):
+            usable.append(source)
+        elif spec.snapshot != "files":
+            why = "a git instance's fixed code is no commit: give its repository with --git"
+            outcomes.append(BugOutcome(None, inst.instance_id, "git_snapshot", detail=why))
+        elif not inst.test_patch:
+            outcomes.append(BugOutcome(None, inst.instance_id, "no_tests"))
+        else:
+            usable.append(source)
+    jobs = [
+        _job(src, working_tree(instance_of(src)), f"{i}/base/{r}")
+        for i, src in enumerate(usable)
+        for r in range(REPEATS)
+    ]
+    runs = pool.run(jobs, what="baseline runs")
+    seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
+    baselines: dict[int, set[str]] = {}
+    for i, src in enumerate(usable):
+        inst = instance_of(src)
+        base_runs = runs[i * REPEATS : (i + 1) * REPEATS]
+        passing, why = _passing(base_runs)
+        if baselines_out is not None:
+            ran = set().union(*(r.outcomes for r in base_runs))
+            baselines_out[inst.instance_id] = {"passing": len(passing), "left_out": len(ran - passing)}
+        if not passing:
+            outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=why or "no test passes"))
+            continue
+        baselines[i] = passing
+    drawn, unusable = draw([instance_of(usable[i]) for i in baselines])
+    outcomes += unusable
+    bugs = [(i, c) for i, found in zip(baselines, drawn, strict=True) for c in found]
+    seconds["draw"], clock = time.monotonic() - clock, time.monotonic()
+    jobs = [
+        _job(usable[i], buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
+        for j, (i, c) in enumerate(bugs)
+        for r in range(REPEATS)
+    ]
+    runs = pool.run(jobs, what="bug runs")
+    seconds["bugs"], clock = time.monotonic() - clock, time.monotonic()
+    proved = []
+    for j, (i, cand) in enumerate(bugs):
+        bug_runs = runs[j * REPEATS : (j + 1) * REPEATS]
+        reason, f2p, detail = prove(cand, baselines[i], bug_runs)
+        if reason != "kept":
+            outcomes.append(BugOutcome(cand, cand.source.instance_id, reason, detail=detail))
+        else:
+            proved.append(Proved(usable[i], cand, f2p, baselines[i], bug_runs))
+    seconds["inverse"], clock = time.monotonic() - clock, time.monotonic()
+    useless = _inverse_checked(proved, pool)
+    seconds["inverse"] += time.monotonic() - clock
+    clock = time.monotonic()
+    outcomes += _kept(proved, useless, near_dup_threshold, relevant_files)
+    seconds["instances"] = time.monotonic() - clock
+    return outcomes
+
+
+# Sources in, each one's bugs out (in order), with the answers that gave no bug as outcomes.
+Draw = Callable[[list[Instance]], tuple[list[list[BugCandidate]], list[BugOutcome]]]
+
+
+def rules_draw(per_instance: int, combine: int, seed: int, operators: tuple[str, ...]) -> Draw:
+    def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+        return [candidates(inst, per_instance, combine, seed, operators) for inst in sources], []
+
+    return draw
+
+
+class Sampler(Protocol):
+    """What writes the model injector's answers: n samples per conversation (ContextEngine)."""
+
+    def sample(
+        self, ids: list[str], messages: list[list[dict[str, str]]], n: int, temperature: float
+    ) -> list[list[str]]: ...
+
+
+def model_draw(sampler: Sampler, per_source: int, temperature: float, seed: int) -> Draw:
+    """The policy writes `per_source` bugs per source (data/bugs/model_bugs.py's prompt); an
+    answer is read by the reward's own rules (rules 1-3), so a malformed one is rejected as a
+    malformed fix would be, and one that edits a test file, no file or a file that is not the
+    repository's Python code is rejected with that reason."""
+
+    def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+        trees = [working_tree(inst) for inst in sources]
+        messages = [bug_messages(inst, tree, seed) for inst, tree in zip(sources, trees, strict=True)]
+        answers = sampler.sample([inst.instance_id for inst in sources], messages, per_source, temperature)
+        drawn: list[list[BugCandidate]] = []
+        rejected: list[BugOutcome] = []
+        for inst, tree, texts in zip(sources, trees, answers, strict=True):
+            found: list[BugCandidate] = []
+            if not texts:
+                rejected.append(BugOutcome(None, inst.instance_id, "prompt_too_long"))
+            for text in texts:
+                try:
+                    applied = apply_edits(tree, parse_output(text))
+                    bug, why = bug_from_files(tree, applied.new_content)
+                    reason = "edits_outside_code" if why else ""
+                except Rejected as exc:
+                    bug, why = (), exc.reason
+                    reason = "malformed" if not exc.format_ok else "edit_failed"
+                if bug:
+                    found.append(BugCandidate(inst, bug))
+                else:
+                    rejected.append(BugOutcome(BugCandidate(inst, ()), inst.instance_id, reason, detail=why[:200]))
+            drawn.append(found)
+        return drawn, rejected
+
+    return draw
+
+
+@dataclass(frozen=True)
+class Proved:
+    """A bug whose failures the tests showed twice: its source, FAIL_TO_PASS, baseline, runs."""
+
+    source: Source
+    candidate: BugCandidate
+    fail_to_pass: set[str]
+    baseline: set[str]
+    runs: Sequence[TestRun]
+
+
+def _inverse_checked(proved: list[Proved], pool: Any) -> dict[int, str]:
+    """Index -> a file that does not matter, of the proved bugs over several files: reverting it
+    alone leaves every FAIL_TO_PASS test failing (a one-file bug needs no check)."""
+    jobs, owners = [], []
+    for j, p in enumerate(proved):
+        paths = sorted({m.path for m in p.candidate.bug})
+        if len(paths) < 2:
+            continue
+        for path in paths:
+            rest = [m for m in p.candidate.bug if m.path != path]
+            jobs.append(_job(p.source, buggy_tree(p.candidate.source, rest), f"{j}/revert/{path}"))
+            owners.append((j, path))
+    runs = pool.run(jobs, what="inverse checks") if jobs else []
+    useless: dict[int, str] = {}
+    for (j, path), run in zip(owners, runs, strict=True):
+        if run.status != "ok" or not any(run.outcomes.get(t) == "passed" for t in proved[j].fail_to_pass):
+            useless.setdefault(j, path)
+    return useless
+
+
+def _kept(
+    proved: list[Proved], useless: dict[int, str], near_dup_threshold: float, relevant_files: int
+) -> list[BugOutcome]:
+    """The proved bugs whose every file matters, as instances; the same bug twice (an exact
+    patch, or a near copy by data.build's rule over the issue text and the patch) once."""
+    out = []
+    kept_by_source: dict[str, int] = {}
+    seen_patches: set[str] = set()
+    near = NearDuplicates(near_dup_threshold) if near_dup_threshold > 0 else None
+    for j, p in enumerate(proved):
+        cand, src_id = p.candidate, p.candidate.source.instance_id
+        if j in useless:
+            out.append(BugOutcome(cand, src_id, "file_does_not_matter", detail=useless[j]))
+            continue
+        k = kept_by_source.get(src_id, 0)
+        inst = as_instance(cand, k, p.fail_to_pass, p.baseline, p.runs)
+        if inst.patch in seen_patches:  # the same bug drawn twice (two mutations with one effect)
+            out.append(BugOutcome(cand, src_id, "duplicate"))
+            continue
+        verdict, like = near.check(inst.instance_id, inst.problem_statement, inst.patch) if near else ("kept", "")
+        if verdict != "kept":
+            out.append(BugOutcome(cand, src_id, "near_duplicate", detail=like))
+            continue
+        seen_patches.add(inst.patch)
+        if isinstance(p.source, GitSource):  # its buggy tree becomes a commit of the clone
+            inst = bug_instance(p.source, cand, k, p.fail_to_pass, p.baseline, list(p.runs), relevant_files)
+        kept_by_source[src_id] = k + 1
+        out.append(BugOutcome(cand, src_id, "kept", inst))
+    return out
