@@ -14,8 +14,8 @@ One step is a pipeline of named, timed phases, each one call on a component:
 
 Every remote call is awaited within `trainer.phase_timeout_s`, so a failed or hung actor
 surfaces in the phase that used it, by name. `trainer.mode=sync` is the paper's on-policy loop;
-`async` lets the engines generate the next `trainer.max_staleness` steps while the learner
-trains (actors/driver/generation.py). docs/architecture.md describes the stages and the registries.
+`async` generates the next `trainer.max_staleness` steps while the learner trains; with
+`trainer.selfplay` the policy writes the step's bugs, then repairs them (actors/driver/selfplay.py).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Rollouts, group_advantages, overlong_penalty, train_samples, valid_samples
 from actors.driver.reward_pool import RewardPool
 from actors.driver.run_log import RunLog, merged, step_metrics
+from actors.driver.selfplay import SelfPlay
 from actors.driver.weight_sync import SyncCheck, WeightSync
 from actors.observe.phases import PhaseTimeout, PhaseTimer
 from actors.rollout.fleet import RolloutFleet
@@ -83,16 +84,15 @@ class Trainer:
         actors = (cfg.rollout.num_actors, cfg.reward.num_workers, cfg.learner.num_ranks)
         log.info("[setup] %s on %s: %d rollout, %d reward and %d learner actor(s)", run.model_path, device, *actors)
         # The learner's placement group first: a cluster that cannot hold it fails fast, by name.
-        rows = cfg.trainer.prompts_per_step * cfg.group_size
+        rows, pad = cfg.trainer.prompts_per_step * cfg.group_size, self.tokenizer.pad_token_id
         micro_batches = nominal_micro_batches(rows, cfg.learner.num_ranks, cfg.learner.micro_batch_size)
-        pad_id = self.tokenizer.pad_token_id
-        self.learner = LearnerGroup(cfg.learner, run, rollout=cfg.rollout, micro_batches=micro_batches, pad_id=pad_id)
+        self.learner = LearnerGroup(cfg.learner, run, rollout=cfg.rollout, micro_batches=micro_batches, pad_id=pad)
         self.weights = WeightSync(self.learner, cfg)
         self.fleet = RolloutFleet(cfg.rollout, run, catch_up=self.weights.catch_up)
         self.rewards = RewardPool(cfg.reward)
         self.fleet.wait_ready()
         self.rollouts = Rollouts(cfg, self.loader, self.fleet, self.tokenizer)
-        self.sampler = GroupSampler(cfg, self.rollouts, self.rewards)
+        self.sampler = (SelfPlay if cfg.trainer.selfplay else GroupSampler)(cfg, self.rollouts, self.rewards)
         self.advantage = ADVANTAGES.get(cfg.learner.advantage)
         self.control = FleetControl.start(self.run_dir.name, cfg.rollout.num_actors)
         self.log = RunLog(self.run_dir, cfg.trainer, config=asdict(cfg))
@@ -158,7 +158,7 @@ class Trainer:
 
     def shutdown(self) -> None:
         self.log.close()
-        for part in (self.fleet, self.rewards, self.learner):
+        for part in (self.sampler, self.fleet, self.rewards, self.learner):
             part.shutdown()
         self.control.stop()
 

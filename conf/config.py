@@ -302,6 +302,12 @@ class TrainerConfig:
     loggers: list[str] = field(default_factory=lambda: ["console", "jsonl"])
     # The W&B project of the run (with the "wandb" logger).
     wandb_project: str = "swe-rl"
+    # Self-play (actors/driver/selfplay.py): each step the policy first writes bugs into the
+    # step's instances (as injector: group_size answers each, proved by the tests in the
+    # sandbox, data/bugs/), then repairs the bugs the tests proved (as solver: group_size answers
+    # each, scored by reward.kind); both roles train in the same update, the injector on
+    # reward/bug_reward.py's rule. Needs instances whose snapshot is their files (the demo set).
+    selfplay: bool = False
 
 
 @dataclass
@@ -317,6 +323,21 @@ class RayConfig:
     # CPUs a local cluster declares (logical: the local preset's actors take 3 with the test
     # runners, on a 2-core laptop whose phases do not overlap; conf/cluster/local.yaml).
     num_cpus: int = 3
+
+
+@dataclass
+class SelfPlayConfig:
+    # The injector's reward for a bug solved by every solver sample or by none (reward/bug_reward.py).
+    alpha: float = 0.8
+    # The last this many answers of each injector group are bugs the rules injector drew
+    # (data/bugs/mutations.py), written as SEARCH/REPLACE answers: guided self-play for a model
+    # too weak to write a valid bug yet, as rollout.oracle_samples_per_group guides the solver.
+    guided_bugs: int = 0
+    # Most bugs repaired per step (the first valid ones, in injector order); a valid bug past
+    # it is left out of the injector's loss (its solve rate is unknown). 0 = trainer.prompts_per_step.
+    max_bugs: int = 0
+    # Wall clock of one test run of a bug (a bug that loops forever costs this, twice).
+    wall_s: float = 30.0
 
 
 @dataclass
@@ -364,6 +385,8 @@ class TrainConfig:
     # The agent mode's episodes (actors/agent/): the policy acts over many turns in a sandboxed
     # copy of the repository.
     agent: AgentConfig = field(default_factory=AgentConfig)
+    # Self-play's knobs (trainer.selfplay): the injector's reward, guided bugs, bugs per step.
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
 
 
 _CHOICES: dict[str, tuple[Any, ...]] = {
@@ -413,8 +436,24 @@ def _check_sampling(cfg: TrainConfig) -> None:
         raise ConfigError(f"learner.tis_cap={cfg.learner.tis_cap}: must be > 0 (or null = off)")
 
 
+def _check_selfplay(cfg: TrainConfig) -> None:
+    if not cfg.trainer.selfplay:
+        return
+    sp = cfg.selfplay
+    if not 0 < sp.alpha < 1:
+        raise ConfigError(f"selfplay.alpha={sp.alpha}: must be in (0, 1)")
+    if not 0 <= sp.guided_bugs <= cfg.group_size or sp.max_bugs < 0 or sp.wall_s <= 0:
+        raise ConfigError(
+            "selfplay.guided_bugs must be in [0, group_size], selfplay.max_bugs >= 0, selfplay.wall_s > 0"
+        )
+    for key, wanted in (("trainer.mode", "sync"), ("rollout.mode", "single"), ("trainer.dynamic_sampling", False)):
+        if value_at(cfg, key) != wanted:
+            raise ConfigError(f"trainer.selfplay=true: needs {key}={wanted} (got {value_at(cfg, key)!r})")
+
+
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
+    _check_selfplay(cfg)
     for key, allowed in _CHOICES.items():
         if value_at(cfg, key) not in allowed:
             raise ConfigError(f"{key}={value_at(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")

@@ -198,37 +198,53 @@ class Sampler(Protocol):
 
 
 def model_draw(sampler: Sampler, per_source: int, temperature: float, seed: int) -> Draw:
-    """The policy writes `per_source` bugs per source (data/bugs/model_bugs.py's prompt); an
-    answer is read by the reward's own rules (rules 1-3), so a malformed one is rejected as a
-    malformed fix would be, and one that edits a test file, no file or a file that is not the
-    repository's Python code is rejected with that reason."""
+    """The policy writes `per_source` bugs per source (data/bugs/model_bugs.py's prompt), read
+    by `read_answers`."""
 
     def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
-        trees = [working_tree(inst) for inst in sources]
-        messages = [bug_messages(inst, tree, seed) for inst, tree in zip(sources, trees, strict=True)]
+        messages = [bug_messages(inst, working_tree(inst), seed) for inst in sources]
         answers = sampler.sample([inst.instance_id for inst in sources], messages, per_source, temperature)
-        drawn: list[list[BugCandidate]] = []
-        rejected: list[BugOutcome] = []
-        for inst, tree, texts in zip(sources, trees, answers, strict=True):
-            found: list[BugCandidate] = []
-            if not texts:
-                rejected.append(BugOutcome(None, inst.instance_id, "prompt_too_long"))
-            for text in texts:
-                try:
-                    applied = apply_edits(tree, parse_output(text))
-                    bug, why = bug_from_files(tree, applied.new_content)
-                    reason = "edits_outside_code" if why else ""
-                except Rejected as exc:
-                    bug, why = (), exc.reason
-                    reason = "malformed" if not exc.format_ok else "edit_failed"
-                if bug:
-                    found.append(BugCandidate(inst, bug))
-                else:
-                    rejected.append(BugOutcome(BugCandidate(inst, ()), inst.instance_id, reason, detail=why[:200]))
-            drawn.append(found)
+        drawn, rejected, _ = read_answers(sources, answers)
         return drawn, rejected
 
     return draw
+
+
+Owner = tuple[BugCandidate, tuple[int, int]]  # a candidate (or a rejected answer's) and its (source, answer)
+
+
+def read_answers(
+    sources: list[Instance], answers: list[list[str]]
+) -> tuple[list[list[BugCandidate]], list[BugOutcome], list[Owner]]:
+    """Each source's answers as bugs, by the reward's own rules (rules 1-3): a malformed answer
+    is rejected as a malformed fix would be, one whose edit fails as `edit_failed`, and one that
+    edits a test file, no file or a file that is not the repository's Python code as
+    `edits_outside_code`. Also every candidate's (and rejected answer's) source and answer index:
+    self-play scores each answer by its own bug."""
+    drawn: list[list[BugCandidate]] = []
+    rejected: list[BugOutcome] = []
+    owners: list[Owner] = []
+    for i, (inst, texts) in enumerate(zip(sources, answers, strict=True)):
+        tree = working_tree(inst)
+        found: list[BugCandidate] = []
+        if not texts:
+            rejected.append(BugOutcome(None, inst.instance_id, "prompt_too_long"))
+        for k, text in enumerate(texts):
+            try:
+                applied = apply_edits(tree, parse_output(text))
+                bug, why = bug_from_files(tree, applied.new_content)
+                reason = "edits_outside_code" if why else ""
+            except Rejected as exc:
+                bug, why = (), exc.reason
+                reason = "malformed" if not exc.format_ok else "edit_failed"
+            cand = BugCandidate(inst, bug)
+            owners.append((cand, (i, k)))
+            if bug:
+                found.append(cand)
+            else:
+                rejected.append(BugOutcome(cand, inst.instance_id, reason, detail=why[:200]))
+        drawn.append(found)
+    return drawn, rejected, owners
 
 
 @dataclass(frozen=True)

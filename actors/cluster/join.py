@@ -106,6 +106,9 @@ def init_ray(
 def resource_demands(cfg: TrainConfig) -> list[tuple[str, int, dict[str, float]]]:
     """What a training config asks of the cluster: (what, how many, resources of one)."""
     runners = cfg.reward.execution.num_runners if REWARDS.get(cfg.reward.kind).uses_test_pool else 0
+    runners += (
+        cfg.reward.execution.num_runners if cfg.trainer.selfplay else 0
+    )  # self-play proves its bugs on its own pool
     return [
         ("test runner (reward.execution.num_cpus)", runners, {"CPU": cfg.reward.execution.num_cpus}),
         (

@@ -94,3 +94,6 @@ class GroupSampler:
         batch, dropped = assemble(rounds, n)
         counts = {"stale_dropped": stale, "dynamic_sampling_rounds": extra, "dynamic_sampling_dropped": dropped}
         return [g for g, _ in batch], [s for _, scores in batch for s in scores], counts
+
+    def shutdown(self) -> None:
+        """Nothing of its own to stop (self-play's sampler has a test pool)."""

@@ -154,7 +154,8 @@ class Rollouts:
                 before = self.loader.state_dict()
                 items = self.loader.next_batch(self.cfg.trainer.prompts_per_step)
                 self.pending[step + ahead] = (items, before)
-                self.fleet.submit([self._request(step + ahead, slot, it) for slot, it in enumerate(items)])
+                if not self.cfg.trainer.selfplay:  # self-play's step prompts its instances itself (selfplay.py)
+                    self.fleet.submit([self._request(step + ahead, slot, it) for slot, it in enumerate(items)])
 
     def loader_state(self, step: int) -> dict[str, Any]:
         """The loader cursor from which step `step` (not trained yet) fetches its prompts."""
@@ -180,7 +181,7 @@ class Rollouts:
             dropped += len(stale)
             self.fleet.submit([self._request(step, s, items[s]) for s in stale])
             results.update(zip([ids[s] for s in stale], self.fleet.results([ids[s] for s in stale]), strict=True))
-        return [self._group(it, results[i]) for it, i in zip(items, ids, strict=True)], dropped
+        return [self.as_group(it, results[i]) for it, i in zip(items, ids, strict=True)], dropped
 
     def extra(self, step: int, policy_version: int, count: int) -> list[Group]:
         """`count` more groups for step `step`, of fresh prompts (dynamic sampling,
@@ -192,9 +193,10 @@ class Rollouts:
         requests = [self._request(step, first + k, it) for k, it in enumerate(items)]
         self.fleet.submit(requests)
         results = self.fleet.results([r.request_id for r in requests])
-        return [self._group(it, r) for it, r in zip(items, results, strict=True)]
+        return [self.as_group(it, r) for it, r in zip(items, results, strict=True)]
 
-    def _group(self, item: PromptItem, result: GenerationResult) -> Group:
+    def as_group(self, item: PromptItem, result: GenerationResult) -> Group:
+        """A result as the step sees it, with `rollout.oracle_samples_per_group` oracle answers last."""
         completions = result.completions
         k = self.cfg.rollout.oracle_samples_per_group
         oracle = oracle_completion(self.tokenizer, item.instance) if k else None
