@@ -24,6 +24,7 @@ SECTIONS = [
     ("trainer", config.TrainerConfig),
     ("ray", config.RayConfig),
     ("agent", config.AgentConfig),
+    ("selfplay", config.SelfPlayConfig),
 ]
 
 
