@@ -173,19 +173,19 @@ def test_the_model_injector_reads_answers_by_the_rewards_rules_and_proves_them_a
 
 
 def test_injector_model_starts_one_engine_and_counts_every_answer(tmp_path, monkeypatch):
-    from actors.rollout import context_engine  # replaced by a scripted engine: its real one is tested in actors/
+    from data.inject import __main__ as command  # its engine is replaced: vLLM stays out of this process
 
     started = []
 
     class Engine(ScriptedSampler):
-        def __init__(self, model, engine, *, dtype, seed, on_ray):
-            super().__init__(["not an answer"] * 8)
-            started.append((model, engine.max_new_tokens, seed, on_ray))
-
         def close(self):
             started.append("closed")
 
-    monkeypatch.setattr(context_engine, "ContextEngine", Engine)
+    def engine(args, on_ray):
+        started.append((args.model, args.max_new_tokens, args.seed, on_ray))
+        return Engine(["not an answer"] * 8)
+
+    monkeypatch.setattr(command, "_engine", engine)
     out = tmp_path / "out"
     args = ["--data", "demo", "--out", str(out), "--limit", "1", "--injector", "model", "--model", "tiny"]
     args += ["--per-instance", "3", "--max-new-tokens", "32", "--seed", "5", "--workers", "0"]
