@@ -285,7 +285,7 @@ def _kept(
     patch, or a near copy by data.build's rule over the issue text and the patch) once."""
     out = []
     kept_by_source: dict[str, int] = {}
-    seen_patches: set[str] = set()
+    seen_patches: dict[str, str] = {}  # patch -> the kept instance that has it
     near = NearDuplicates(near_dup_threshold) if near_dup_threshold > 0 else None
     for j, p in enumerate(proved):
         cand, src_id = p.candidate, p.candidate.source.instance_id
@@ -295,13 +295,13 @@ def _kept(
         k = kept_by_source.get(src_id, 0)
         inst = as_instance(cand, k, p.fail_to_pass, p.baseline, p.runs)
         if inst.patch in seen_patches:  # the same bug drawn twice (two mutations with one effect)
-            out.append(BugOutcome(cand, src_id, "duplicate"))
+            out.append(BugOutcome(cand, src_id, "duplicate", detail=f"like {seen_patches[inst.patch]}"))
             continue
         verdict, like = near.check(inst.instance_id, inst.problem_statement, inst.patch) if near else ("kept", "")
         if verdict != "kept":
             out.append(BugOutcome(cand, src_id, "near_duplicate", detail=like))
             continue
-        seen_patches.add(inst.patch)
+        seen_patches[inst.patch] = inst.instance_id
         if isinstance(p.source, GitSource):  # its buggy tree becomes a commit of the clone
             inst = bug_instance(p.source, cand, k, p.fail_to_pass, p.baseline, list(p.runs), relevant_files)
         kept_by_source[src_id] = k + 1

@@ -144,7 +144,8 @@ class SelfPlay(GroupSampler):
         drawn = candidates(inst, k, 1, self.cfg.seed + step, OPERATORS)
         guided = []
         for cand in drawn:
-            bug = {p: buggy_tree(inst, cand.bug)[p] for p in {m.path for m in cand.bug}}
+            buggy = buggy_tree(inst, cand.bug)
+            bug = {p: buggy[p] for p in {m.path for m in cand.bug}}
             answer = oracle_completion(
                 self.rollouts.tokenizer, replace(inst, code_context=tree, oracle_new_content=bug)
             )
@@ -157,10 +158,7 @@ class SelfPlay(GroupSampler):
     ) -> tuple[dict[tuple[str, int], tuple[str, Instance | None]], dict[str, Any]]:
         """(injector request id, answer) -> (reason, the bug's instance when proved), and counts."""
         verdicts: dict[tuple[str, int], tuple[str, Instance | None]] = {}
-        kept_by_patch: dict[str, Instance] = {}
-        for o in outcomes:
-            if o.reason == "kept" and o.instance is not None:
-                kept_by_patch[o.instance.patch] = o.instance
+        kept = {o.instance.instance_id: o.instance for o in outcomes if o.reason == "kept" and o.instance is not None}
         reasons: Counter[str] = Counter()
         for o in outcomes:
             if o.candidate is None or id(o.candidate) not in answers:  # the source's baseline failed
@@ -172,8 +170,8 @@ class SelfPlay(GroupSampler):
                 continue
             group, k = answers[id(o.candidate)]
             inst = o.instance
-            if o.reason == "duplicate":  # the same bug as a kept one: the same solve rate
-                inst = next((i for p, i in kept_by_patch.items() if _same_bug(i, o.candidate)), None)
+            if o.reason == "duplicate":  # the same bug as a kept one ("like <id>"): the same solve rate
+                inst = kept.get(o.detail.removeprefix("like "))
             verdicts[(group.request_id, k)] = (o.reason, inst)
             reasons[o.reason] += 1
         proposed = sum(len(g.completions) for g in injectors)
@@ -225,7 +223,3 @@ class SelfPlay(GroupSampler):
 
 def _key(inst: Instance) -> str:
     return inst.patch
-
-
-def _same_bug(inst: Instance, cand: BugCandidate) -> bool:
-    return all(inst.code_context.get(m.path) == m.after for m in cand.bug)
