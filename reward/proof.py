@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from conf.progress import Progress
 from data.bugs.injector import (
@@ -40,7 +40,7 @@ from data.bugs.injector import (
     tree_patch,
     working_tree,
 )
-from data.bugs.model_bugs import bug_from_files, bug_messages
+from data.bugs.model_bugs import Sampler, bug_from_files, bug_messages
 from data.bugs.mutations import OPERATORS
 from data.bugs.repository import GitSource, bug_instance
 from data.mining.filters import FilterConfig
@@ -187,14 +187,6 @@ def rules_draw(per_instance: int, combine: int, seed: int, operators: tuple[str,
         return [candidates(inst, per_instance, combine, seed, operators) for inst in sources], []
 
     return draw
-
-
-class Sampler(Protocol):
-    """What writes the model injector's answers: n samples per conversation (ContextEngine)."""
-
-    def sample(
-        self, ids: list[str], messages: list[list[dict[str, str]]], n: int, temperature: float
-    ) -> list[list[str]]: ...
 
 
 def model_draw(sampler: Sampler, per_source: int, temperature: float, seed: int) -> Draw:

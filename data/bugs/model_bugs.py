@@ -16,6 +16,7 @@ the bug's specification.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from data.bugs.mutations import Mutation, is_test_file
 from data.prompt import fence, shuffled_files
@@ -37,6 +38,15 @@ INSTRUCTIONS = (
     "The SEARCH lines must match the file exactly, indentation included. "
     "Answer in this form: <think>your reasoning</think> <solution>your edits</solution>"
 )
+
+
+class Sampler(Protocol):
+    """What writes a model's answers: n samples per conversation (ContextEngine's `sample`)."""
+
+    def sample(
+        self, ids: list[str], messages: list[list[dict[str, str]]], n: int, temperature: float
+    ) -> list[list[str]]: ...
+
 
 MAX_PROMPT_FILES = 20  # files shown, the smallest first when there are more
 

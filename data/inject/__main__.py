@@ -4,6 +4,7 @@
         [--per-repo 4] [--environment derive|JSON] [--relevant-files 3] ...
     python -m data.inject --data demo --out DIR [--per-instance 4] [--limit N] ...
         ... [--combine 1] [--seed 0] [--operators binop,compare,...] [--near-dup-threshold 0.8]
+        [--injector rules|model [--model M]] [--issue-model [M]]
         [--workers 2 | --ray-address ADDR] [--wall-s 30] [--overwrite]
 
 The working code is a repository at a commit (`--git`, data/bugs/repository.py: its Python
@@ -29,8 +30,11 @@ test file), and keeps those the tests prove:
 Kept instances are schema-v3 Parquet shards under `--out` that every reward kind and evaluation
 mode takes (`problem_source` "injected:rules:<ops>"; an instance of `--git` has no test patch:
 its tests are the files its labels name, already at its commit, and the runners need the clone,
-`reward.execution.repos=[OWNER/NAME=CLONE]`); `_manifest.json` has the funnel (sources,
-baselines, candidates, kept, each rejection reason with examples) and the seconds per stage.
+`reward.execution.repos=[OWNER/NAME=CLONE]`). Their issue is the failing tests' report, or with
+`--issue-model` a user's bug report a model writes from it (data/bugs/issues.py: kept only when
+it quotes no line of the fix; else the test report stays, counted under `issues`).
+`_manifest.json` has the funnel (sources, baselines, candidates, kept, each rejection reason
+with examples) and the seconds per stage.
 
 Tests run in the sandbox on the test-runner pool (`--workers` runners on a local Ray, or the
 cluster at `--ray-address`), or `--workers 0` one by one in this process. `--wall-s` bounds
@@ -57,6 +61,8 @@ from actors.cluster.join import ray_session
 from conf import logs
 from conf.config import ExecutionConfig, ModelConfig
 from conf.errors import UserError, fail
+from data.bugs.injector import BugOutcome
+from data.bugs.issues import IssueReport, write_reports
 from data.bugs.mutations import OPERATORS
 from data.bugs.repository import GitSource, read_source
 from data.git.repo import GitError, parse_clone
@@ -100,16 +106,35 @@ def git_sources(
     return out
 
 
-def _engine(args: argparse.Namespace, on_ray: bool) -> Any:
-    """The policy that writes bugs: one engine (a rollout actor when on Ray), as data.build's
-    `--context model` starts one."""
-    # The engine sits in actors/, above data/ in the layers: only the model injector needs it,
+def _engine(model: str, args: argparse.Namespace, on_ray: bool) -> Any:
+    """A model that writes bugs or bug reports: one engine (a rollout actor when on Ray), as
+    data.build's `--context model` starts one."""
+    # The engine sits in actors/, above data/ in the layers: only the model's stages need it,
     # so a rules run never imports vLLM.
     from actors.rollout.context_engine import ContextEngine
     from data.mining.context_step import ContextConfig
 
-    model_cfg = ContextConfig(mode="model", model=args.model, max_new_tokens=args.max_new_tokens, batch=64)
-    return ContextEngine(args.model, model_cfg.engine(), dtype=model_cfg.dtype, seed=args.seed, on_ray=on_ray)
+    model_cfg = ContextConfig(mode="model", model=model, max_new_tokens=args.max_new_tokens, batch=64)
+    return ContextEngine(model, model_cfg.engine(), dtype=model_cfg.dtype, seed=args.seed, on_ray=on_ray)
+
+
+def _with_reports(outcomes: list[BugOutcome], engine: Any) -> tuple[list[BugOutcome], list[IssueReport]]:
+    """The kept instances with the model's bug reports as their issue text where one was taken
+    (data/bugs/issues.py), and every report in order of the kept instances."""
+    kept = [o.instance for o in outcomes if o.instance is not None]
+    reports = iter(write_reports(kept, engine))
+    out, written = [], []
+    for o in outcomes:
+        if o.instance is None:
+            out.append(o)
+            continue
+        report = next(reports)
+        written.append(report)
+        if report.reason == "model":
+            source = f"{o.instance.problem_source}/issue:model"
+            o = replace(o, instance=replace(o.instance, problem_statement=report.text, problem_source=source))
+        out.append(o)
+    return out, written
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -169,6 +194,15 @@ def _parser() -> argparse.ArgumentParser:
         "--max-new-tokens", type=int, default=1024, help="with --injector model: answer length limit (default 1024)"
     )
     p.add_argument(
+        "--issue-model",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME_OR_DIR",
+        help="a model writes each kept bug's issue as a user's bug report from the failing tests' report "
+        "(greedy; alone: --model's); a report that quotes a line of the fix keeps the test report",
+    )
+    p.add_argument(
         "--near-dup-threshold",
         type=float,
         default=FilterConfig.near_dup_threshold,
@@ -222,19 +256,37 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, float] = {"sources": time.monotonic() - started}
     baselines: dict[str, dict[str, int]] = {}
     on_ray = args.workers > 0 or bool(args.ray_address)
+    issue_model = None if args.issue_model is None else args.issue_model or args.model
+    reports: list[IssueReport] = []
     with ray_session(args.ray_address, args.workers) if on_ray else nullcontext():
-        engine = _engine(args, on_ray) if args.injector == "model" else None
-        pool = TestPool(cfg) if on_ray else InProcess(Runner(cfg))
-        draw = model_draw(engine, args.per_source, args.temperature, args.seed) if engine else None
+        engine = _engine(args.model, args, on_ray) if args.injector == "model" else None
         try:
-            outcomes = inject(sources, pool, **options, **extra, draw=draw, seconds=seconds, baselines_out=baselines)
+            pool = TestPool(cfg) if on_ray else InProcess(Runner(cfg))
+            draw = model_draw(engine, args.per_source, args.temperature, args.seed) if engine else None
+            try:
+                outcomes = inject(
+                    sources, pool, **options, **extra, draw=draw, seconds=seconds, baselines_out=baselines
+                )
+            finally:
+                if isinstance(pool, TestPool):  # its runners' CPUs go back before a report engine starts
+                    pool.shutdown()
+            if issue_model is not None:
+                if engine is None or issue_model != args.model:  # one engine at a time: CPU memory
+                    if engine is not None:
+                        engine.close()
+                        engine = None  # closed once, even should the next one fail to start
+                    engine = _engine(issue_model, args, on_ray)
+                clock = time.monotonic()
+                outcomes, reports = _with_reports(outcomes, engine)
+                seconds["issues"] = time.monotonic() - clock
         finally:
             if engine is not None:
                 engine.close()
-            if isinstance(pool, TestPool):
-                pool.shutdown()
     counts = Counter(o.reason for o in outcomes)
     examples: dict[str, list[str]] = defaultdict(list)
+    for r in reports:
+        if r.reason != "model" and len(examples[f"issue_{r.reason}"]) < EXAMPLES:
+            examples[f"issue_{r.reason}"].append(r.detail)
     by_operator: Counter[str] = Counter()
     with ShardWriter(out, shard_size=1000) as writer:
         for o in outcomes:
@@ -260,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         "kept": counts["kept"],
         "counts": dict(sorted(counts.items())),
         "kept_by_operator": dict(sorted(by_operator.items())),
+        "issue_model": issue_model,
+        "issues": dict(sorted(Counter(r.reason for r in reports).items())) if issue_model is not None else None,
         "examples": dict(examples),
         "shards": writer.shards,
         "seconds": {k: round(v, 1) for k, v in seconds.items()},

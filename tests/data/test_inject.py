@@ -181,17 +181,77 @@ def test_injector_model_starts_one_engine_and_counts_every_answer(tmp_path, monk
         def close(self):
             started.append("closed")
 
-    def engine(args, on_ray):
-        started.append((args.model, args.max_new_tokens, args.seed, on_ray))
+    def engine(model, args, on_ray):
+        started.append((model, args.max_new_tokens, args.seed, on_ray))
         return Engine(["not an answer"] * 8)
 
     monkeypatch.setattr(command, "_engine", engine)
     out = tmp_path / "out"
     args = ["--data", "demo", "--out", str(out), "--limit", "1", "--injector", "model", "--model", "tiny"]
     args += ["--per-instance", "3", "--max-new-tokens", "32", "--seed", "5", "--workers", "0"]
-    args += ["--wall-s", "10", "--cache-dir", str(tmp_path / "cache")]
+    args += ["--wall-s", "10", "--cache-dir", str(tmp_path / "cache"), "--issue-model", "tiny"]
     assert main(args) == 0
-    assert started == [("tiny", 32, 5, False), "closed"]
+    assert started == [("tiny", 32, 5, False), "closed"]  # the same model writes the reports: one engine
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["injector"] == "model" and manifest["candidates"] == 3
-    assert manifest["counts"] == {"malformed": 3} and manifest["kept"] == 0
+    assert manifest["counts"] == {"malformed": 3} and manifest["kept"] == 0 and manifest["issues"] == {}
+
+
+class ReportSampler(ScriptedSampler):
+    """One answer per kept instance, in order (the issue model's)."""
+
+    def sample(self, ids, messages, n, temperature):
+        self.asked.append((ids, messages, n, temperature))
+        return [[self.answers[i % len(self.answers)]] for i in range(len(ids))]
+
+
+def test_a_model_report_is_the_issue_only_when_it_quotes_no_line_of_the_fix():
+    from data.bugs.issues import read_report, write_reports
+
+    (inst,) = list(read_instances("demo", 1))
+    code = {"pkg/a.py": "def f(x):\n    return x - 1\n"}
+    patch = "--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1,2 +1,2 @@\n def f(x):\n-    return x - 1\n+    return x + 1\n"
+    inst = replace(inst, code_context=code, oracle_new_content={"pkg/a.py": "x"}, patch=patch, problem_statement="R\n")
+    good = "f gives the wrong number\n\nI expected f(1) to be 2, but it returns 0. Seen on the latest release."
+    answers = [
+        f"<think>the fault is the minus</think>{good}",
+        good + "\nChanging it to `return   x + 1` fixes it.",  # the fix's line, spaced otherwise
+        "<think>a long thought</think>broken",
+    ]
+    sampler = ReportSampler(answers)
+    reports = write_reports([inst, inst, inst], sampler)
+    assert [(r.reason, r.text) for r in reports] == [("model", good + "\n"), ("leaks_fix", "R\n"), ("unusable", "R\n")]
+    assert reports[1].detail == "return x + 1" and reports[2].detail == "6 characters"
+    ((ids, messages, n, temperature),) = sampler.asked
+    assert (n, temperature) == (1, 0.0) and "return x - 1" in messages[0][1]["content"]  # the buggy code
+    assert "R\n" in messages[0][1]["content"] and "return x + 1" not in messages[0][1]["content"]
+    assert read_report("", inst).reason == "unusable"
+
+
+@needs_sandbox
+def test_issue_model_rewrites_the_kept_issues_with_one_engine(tmp_path, monkeypatch):
+    from data.inject import __main__ as command  # its engine is replaced: vLLM stays out of this process
+
+    started = []
+    report = "Adding two numbers gives a wrong result\n\nI expected the sum, and got something else instead."
+
+    class Engine(ReportSampler):
+        def close(self):
+            started.append("closed")
+
+    def engine(model, args, on_ray):
+        started.append(model)
+        return Engine([report])
+
+    monkeypatch.setattr(command, "_engine", engine)
+    out = tmp_path / "out"
+    args = ["--data", "demo", "--out", str(out), "--limit", "1", "--per-instance", "2", "--seed", "1", "--issue-model"]
+    args += ["--model", "tiny", "--workers", "0", "--wall-s", "10", "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 0
+    assert started == ["tiny", "closed"]  # the rules injector needs no engine; the reports one
+    manifest = json.loads((out / "_manifest.json").read_text())
+    kept = list(read_instances(str(out), 0))
+    assert manifest["issue_model"] == "tiny" and manifest["issues"] == {"model": len(kept)} and kept
+    assert "issues" in manifest["seconds"]
+    for inst in kept:
+        assert inst.problem_statement == report + "\n" and inst.problem_source.endswith("/issue:model")
