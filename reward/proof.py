@@ -24,6 +24,7 @@ anything with `run(jobs, what) -> runs` in order: the test-runner pool (pool.py)
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,27 @@ def _job(source: Source, tree: dict[str, str], job_id: str) -> TestJob:
     return TestJob(inst, tree_patch(inst, tree), job_id=job_id)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A source's baseline: the tests that passed in every run, how many others ran (failing or
+    flaky: left out), and why there is none when `passing` is empty."""
+
+    passing: frozenset[str]
+    left_out: int
+    why: str = ""
+
+
+def baseline_key(source: Source) -> str:
+    """What a baseline depends on: the source's id, commit, environment, tests and working code."""
+    inst = instance_of(source)
+    tests = source.tests if isinstance(source, GitSource) else ()
+    parts = [inst.instance_id, inst.base_commit or "", inst.environment or "", inst.test_patch or "", *tests]
+    digest = hashlib.sha256("\0".join(parts).encode())
+    for path, content in sorted(working_tree(inst).items()):
+        digest.update(f"\0{path}\0{content}".encode())
+    return digest.hexdigest()
+
+
 def _passing(runs: Sequence[TestRun]) -> tuple[set[str], str]:
     """The tests that passed in every run, or ("", why) when a run had no outcome."""
     for run in runs:
@@ -107,12 +129,15 @@ def inject(
     draw: Draw | None = None,
     seconds: dict[str, float] | None = None,
     baselines_out: dict[str, dict[str, int]] | None = None,
+    baseline_cache: dict[str, Baseline] | None = None,
 ) -> list[BugOutcome]:
     """Every source's outcome (when it was rejected) and every candidate's, in order; the
     seconds of each stage (baseline, bugs, inverse) go into `seconds`, and each source's
     baseline (tests passing both times, and those left out: failing or flaky) into
     `baselines_out`, when given. `draw` writes the bugs of the sources whose baseline passed
-    (default: the rules injector's seeded mutations, `per_instance` per source)."""
+    (default: the rules injector's seeded mutations, `per_instance` per source).
+    `baseline_cache` (self-play's, across steps) holds the baselines that passed, by
+    `baseline_key`: a source met again is not run again."""
     if draw is None:
         draw = rules_draw(per_instance, combine, seed, operators)
     seconds = {} if seconds is None else seconds
@@ -131,25 +156,30 @@ def inject(
             outcomes.append(BugOutcome(None, inst.instance_id, "no_tests"))
         else:
             usable.append(source)
+    keys = [baseline_key(src) for src in usable]
+    fresh = [i for i, key in enumerate(keys) if baseline_cache is None or key not in baseline_cache]
     jobs = [
-        _job(src, working_tree(instance_of(src)), f"{i}/base/{r}")
-        for i, src in enumerate(usable)
-        for r in range(REPEATS)
+        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}") for i in fresh for r in range(REPEATS)
     ]
-    runs = pool.run(jobs, what="baseline runs")
+    runs = pool.run(jobs, what="baseline runs") if jobs else []
     seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
+    known = {} if baseline_cache is None else baseline_cache
+    for n, i in enumerate(fresh):
+        base_runs = runs[n * REPEATS : (n + 1) * REPEATS]
+        passing, why = _passing(base_runs)
+        ran = set().union(*(r.outcomes for r in base_runs))
+        known[keys[i]] = Baseline(frozenset(passing), len(ran - passing), why or "no test passes")
     baselines: dict[int, set[str]] = {}
     for i, src in enumerate(usable):
-        inst = instance_of(src)
-        base_runs = runs[i * REPEATS : (i + 1) * REPEATS]
-        passing, why = _passing(base_runs)
+        inst, base = instance_of(src), known[keys[i]]
         if baselines_out is not None:
-            ran = set().union(*(r.outcomes for r in base_runs))
-            baselines_out[inst.instance_id] = {"passing": len(passing), "left_out": len(ran - passing)}
-        if not passing:
-            outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=why or "no test passes"))
+            baselines_out[inst.instance_id] = {"passing": len(base.passing), "left_out": base.left_out}
+        if not base.passing:
+            outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=base.why))
+            if baseline_cache is not None:  # a failed baseline may be the machine's: run it again next time
+                del baseline_cache[keys[i]]
             continue
-        baselines[i] = passing
+        baselines[i] = set(base.passing)
     drawn, unusable = draw([instance_of(usable[i]) for i in baselines])
     outcomes += unusable
     bugs = [(i, c) for i, found in zip(baselines, drawn, strict=True) for c in found]

@@ -23,8 +23,9 @@ generate, prove, generate, reward), on the same fleet and pools:
 The step then trains on the injector groups and the solver groups together (the advantages,
 losses and sync are the usual ones). Counts (`selfplay_*` metrics): bugs proposed, valid,
 solved, guided, each reason for rejection, the injector's and the solver's mean reward.
-The test runs cost: a source's baseline runs again every step it is drawn (2 runs), and each
-answer 2 more; a cluster's test-runner pool (reward.execution.num_runners) takes them in parallel.
+The test runs cost: a source's baseline runs twice the first step it is drawn (then it is
+known: reward/proof.py `baseline_cache`, kept for the run; one that failed runs again), and each
+answer twice; a cluster's test-runner pool (reward.execution.num_runners) takes them in parallel.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from reward.bug_reward import INVALID, injector_reward, solve_rate
 from reward.core import RewardResult
 from reward.execution.pool import TestPool
 from reward.oracle import oracle_completion
-from reward.proof import inject, read_answers
+from reward.proof import Baseline, inject, read_answers
 
 GUIDED = "oracle"  # a guided bug's finish_reason: the learner's logprobs stand in for the engine's
 
@@ -60,6 +61,7 @@ class SelfPlay(GroupSampler):
     def __init__(self, cfg: TrainConfig, rollouts: Rollouts, rewards: RewardPool) -> None:
         super().__init__(cfg, rollouts, rewards)
         self.pool = TestPool(replace(cfg.reward.execution, wall_s=cfg.selfplay.wall_s))
+        self.baselines: dict[str, Baseline] = {}  # by baseline_key: each source's runs once a run
 
     def shutdown(self) -> None:
         self.pool.shutdown()
@@ -83,7 +85,13 @@ class SelfPlay(GroupSampler):
                     answers[id(cand)] = (by_id[sources[i].instance_id], k)
                 return drawn, rejected
 
-            outcomes = inject([it.instance for it in items], self.pool, near_dup_threshold=0.0, draw=draw)
+            outcomes = inject(
+                [it.instance for it in items],
+                self.pool,
+                near_dup_threshold=0.0,
+                draw=draw,
+                baseline_cache=self.baselines,
+            )
         verdicts, counts = self._verdicts(outcomes, answers, injectors)
         limit = cfg.selfplay.max_bugs or cfg.trainer.prompts_per_step
         bugs = [o for o in outcomes if o.reason == "kept" and o.instance is not None][:limit]

@@ -4,8 +4,6 @@ when its tests prove them; the kept instances resolve with their oracle patch an
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,17 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(
     sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}"
 )
-
-
-@pytest.fixture(scope="module")
-def injected(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
-    out = tmp_path_factory.mktemp("inject") / "out"
-    cache = tmp_path_factory.mktemp("inject-cache")
-    cmd = [sys.executable, "-m", "data.inject", "--data", "demo", "--out", str(out), "--limit", "2"]
-    cmd += ["--per-instance", "3", "--workers", "0", "--wall-s", "10", "--cache-dir", str(cache)]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return out, json.loads((out / "_manifest.json").read_text()), proc
 
 
 @needs_sandbox
@@ -83,9 +70,10 @@ class FakePool:
     """Tests pass unless the job's patch holds one of `breaks`."""
 
     def __init__(self, tests: list[str], breaks: dict[str, str]) -> None:
-        self.tests, self.breaks = tests, breaks
+        self.tests, self.breaks, self.asked = tests, breaks, []
 
     def run(self, jobs, what=""):
+        self.asked.append((what, len(jobs)))
         out = []
         for job in jobs:
             failing = {t for marker, t in self.breaks.items() if marker in job.patch}
@@ -120,6 +108,25 @@ def test_a_file_of_a_bug_that_does_not_matter_is_caught_and_a_git_snapshot_is_co
     assert outcome.instance.fail_to_pass == ("t1", "t2") and outcome.instance.oracle_new_content == code
     git = replace(inst, environment=json.dumps({"snapshot": "git"}))
     assert [o.reason for o in inject([git], pool)] == ["git_snapshot"]
+
+
+def test_a_baseline_in_the_cache_is_not_run_again_and_a_failed_one_is():
+    (inst,) = list(read_instances("demo", 1))
+    inst = replace(inst, code_context={"pkg/a.py": "x = 1 + 2\n"}, oracle_new_content={}, patch="")
+    cache: dict = {}
+    pool = FakePool(["t1", "t2"], {"+x = 1 - 2": "t1"})
+    first = inject([inst], pool, per_instance=1, baseline_cache=cache)
+    again = inject([inst], pool, per_instance=1, baseline_cache=cache)
+    assert [o.reason for o in first] == [o.reason for o in again] == ["kept"]
+    assert pool.asked == [("baseline runs", 2), ("bug runs", 2), ("bug runs", 2)]  # no second baseline
+    assert [b.passing for b in cache.values()] == [frozenset({"t1", "t2"})]
+    changed = replace(inst, code_context={"pkg/a.py": "x = 1 + 3\n"})  # other code: another baseline
+    inject([changed], pool, per_instance=1, baseline_cache=cache)
+    assert pool.asked[-2][0] == "baseline runs" and len(cache) == 2
+    broken = FakePool([], {})  # no test runs: the baseline fails, and is not kept
+    other = replace(inst, instance_id="other")
+    assert [o.reason for o in inject([other], broken, baseline_cache=cache)] == ["baseline_failed"]
+    assert len(cache) == 2
 
 
 def test_bad_switches_are_refused_in_one_line(tmp_path, capsys):
