@@ -81,13 +81,37 @@ def smoke_run(tmp_path_factory) -> SmokeRun:
 
 
 @pytest.fixture(scope="session")
-def tests_run(tmp_path_factory) -> SmokeRun:
-    """The smoke preset with the reward that runs the tests (reward.kind=tests), one step."""
+def injected(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]:
+    """`python -m data.inject` on 2 demo instances, 3 rules bugs each, tests run in this process:
+    its output, manifest and process (tests/data/test_inject.py; tests_run trains on it)."""
+    from reward.execution import sandbox
+
+    if (why := sandbox.available()) is not None:  # bugs are proved by running the tests
+        pytest.skip(f"sandbox unavailable: {why}")
+    out = tmp_path_factory.mktemp("inject") / "out"
+    cache = tmp_path_factory.mktemp("inject-cache")
+    cmd = [sys.executable, "-m", "data.inject", "--data", "demo", "--out", str(out), "--limit", "2"]
+    # A demo run takes ~0.5 s: a 5 s wall bounds a bug that loops forever (one is drawn here).
+    cmd += ["--per-instance", "3", "--workers", "0", "--wall-s", "5", "--cache-dir", str(cache)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return out, json.loads((out / "_manifest.json").read_text()), proc
+
+
+@pytest.fixture(scope="session")
+def tests_run(tmp_path_factory, injected) -> SmokeRun:
+    """The smoke preset with the reward that runs the tests (reward.kind=tests), one step, on
+    instances data.inject made (issue 29: injected instances train)."""
     run_dir = tmp_path_factory.mktemp("tests_reward") / "run"
     # Issue 17's switches ride along at no extra cost: TIS changes the loss, not the scoring, and
     # every group has the oracle answer's reward spread, so dynamic sampling keeps the step as is.
     proc = run_train(
-        run_dir, "reward.kind=tests", "trainer.steps=1", "learner.tis_cap=2", "trainer.dynamic_sampling=true"
+        run_dir,
+        "reward.kind=tests",
+        f"data.path={injected[0]}",
+        "trainer.steps=1",
+        "learner.tis_cap=2",
+        "trainer.dynamic_sampling=true",
     )
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:

@@ -40,7 +40,9 @@ def test_training_with_the_tests_reward_scores_by_resolution(tests_run):
     (metrics,) = tests_run.metrics()
     rows = tests_run.rollouts(1)
     oracle = [r for r in rows if r["finish_reason"] == "oracle"]
-    # The oracle answers resolve (their edits are the fix; the instance's tests pass); the
+    # The run trains on instances data.inject made from the demo set (conftest `injected`).
+    assert rows and all(".inject" in r["instance_id"] for r in rows)
+    # The oracle answers (the inverse of each bug) resolve (their edits are the fix; the instance's tests pass); the
     # random model's outputs are malformed (-1) and never reach the sandbox.
     assert len(oracle) == 2 and all(r["reward"] == 1.0 and r["error"] is None for r in oracle)
     assert {r["reward"] for r in rows if r["finish_reason"] != "oracle"} == {-1.0}
