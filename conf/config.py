@@ -306,7 +306,8 @@ class TrainerConfig:
     # step's instances (as injector: group_size answers each, proved by the tests in the
     # sandbox, data/bugs/), then repairs the bugs the tests proved (as solver: group_size answers
     # each, scored by reward.kind); both roles train in the same update, the injector on
-    # reward/bug_reward.py's rule. Needs instances whose snapshot is their files (the demo set).
+    # reward/bug_reward.py's rule; with rollout.mode=agent the solver is an agent. Needs
+    # instances whose snapshot is their files (the demo set).
     selfplay: bool = False
 
 
@@ -446,7 +447,7 @@ def _check_selfplay(cfg: TrainConfig) -> None:
         raise ConfigError(
             "selfplay.guided_bugs must be in [0, group_size], selfplay.max_bugs >= 0, selfplay.wall_s > 0"
         )
-    for key, wanted in (("trainer.mode", "sync"), ("rollout.mode", "single"), ("trainer.dynamic_sampling", False)):
+    for key, wanted in (("trainer.mode", "sync"), ("trainer.dynamic_sampling", False)):
         if value_at(cfg, key) != wanted:
             raise ConfigError(f"trainer.selfplay=true: needs {key}={wanted} (got {value_at(cfg, key)!r})")
 

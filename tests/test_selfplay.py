@@ -49,3 +49,47 @@ def test_selfplay_refuses_what_it_does_not_support():
     cfg.trainer.mode, cfg.selfplay.alpha = "sync", 1.0
     with pytest.raises(config.ConfigError, match="selfplay.alpha"):
         config.validate(cfg)
+
+
+class _Tokenizer:
+    """The chat template's stand-in: the prompt's ids are its characters'."""
+
+    def apply_chat_template(self, messages, add_generation_prompt, tokenize):
+        return [ord(ch) % 256 for m in messages for ch in m["content"]][:64]
+
+
+class _Fleet:
+    def __init__(self) -> None:
+        self.submitted = []
+
+    def submit(self, requests):
+        self.submitted += requests
+
+    def results(self, ids):
+        from actors.rollout.actor import Completion, GenerationResult
+
+        return [GenerationResult(i, [Completion([1], [0.0], "x", "stop")] * 16, 0, "a0") for i in ids]
+
+
+def test_with_rollout_mode_agent_the_solver_acts_in_episodes_and_the_injector_answers_once():
+    from actors.agent.episode import task_messages
+    from actors.driver.generation import Rollouts
+    from actors.driver.selfplay import SelfPlay
+    from data.loader import PromptItem, read_instances
+
+    cfg = config.TrainConfig()
+    cfg.trainer.selfplay, cfg.rollout.mode = True, "agent"
+    cfg.agent.max_tokens = cfg.rollout.max_model_len
+    config.validate(cfg)  # an agent solver is allowed
+    (inst,) = list(read_instances("demo", 1))
+    play = object.__new__(SelfPlay)  # its pools are not needed to build requests
+    play.cfg = cfg
+    play.rollouts = object.__new__(Rollouts)
+    play.rollouts.cfg, play.rollouts.tokenizer, play.rollouts.fleet = cfg, _Tokenizer(), _Fleet()
+    item = play._solver_item(inst)
+    assert item.prompt_ids == _Tokenizer().apply_chat_template(task_messages(cfg.agent, inst), True, True)
+    play._generate(1, "inject", [PromptItem(inst, [1, 2])])
+    play._generate(1, "solve", [item])
+    inject, solve = play.rollouts.fleet.submitted
+    assert inject.episode is None and "/inject/" in inject.request_id
+    assert solve.episode is not None and solve.episode.instance is inst and "/solve/" in solve.request_id

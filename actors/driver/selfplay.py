@@ -14,7 +14,9 @@ generate, prove, generate, reward), on the same fleet and pools:
     solve     the first `selfplay.max_bugs` proved bugs (default prompts_per_step) are solver
               prompts (the paper's prompt: the failing tests' report and the buggy files),
               group_size answers each (the last rollout.oracle_samples_per_group of them the
-              inverse of the bug, as in any step), scored by `reward.kind` on the reward actors
+              inverse of the bug, as in any step), scored by `reward.kind` on the reward actors;
+              with rollout.mode=agent, group_size agent episodes each in a sandbox session of
+              the buggy tree, their final patches scored (the injector still answers in one turn)
     score     each injector answer's reward by its bug's solve rate over the solver's own
               samples (oracle ones left out; reward/bug_reward.py);
               a valid bug past max_bugs has no solve rate and is left out of the loss (its
@@ -38,13 +40,13 @@ from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Group, Rollouts, request_id
 from actors.driver.reward_pool import RewardPool, ScoredJob
 from actors.observe.phases import PhaseTimer
-from actors.rollout.actor import Completion, GenerationRequest, request_seed
+from actors.rollout.actor import Completion, EpisodeTask, GenerationRequest, request_seed
 from conf.config import TrainConfig
 from data.bugs.injector import BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
 from data.bugs.model_bugs import bug_messages
 from data.bugs.mutations import OPERATORS
 from data.loader import PromptItem
-from data.prompt import build_messages, encode_prompt
+from data.prompt import encode_prompt
 from data.schema import Instance
 from reward.bug_reward import INVALID, injector_reward, solve_rate
 from reward.core import RewardResult
@@ -121,15 +123,18 @@ class SelfPlay(GroupSampler):
         return bug_messages(inst, working_tree(inst), self.cfg.seed)
 
     def _solver_item(self, inst: Instance) -> PromptItem:
-        return PromptItem(inst, encode_prompt(self.rollouts.tokenizer, build_messages(inst, self.cfg.seed)))
+        """The paper's prompt of the bug's instance, or with rollout.mode=agent the agent's task."""
+        messages = Rollouts.messages(self.cfg)(inst, self.cfg.seed)
+        return PromptItem(inst, encode_prompt(self.rollouts.tokenizer, messages))
 
     def _generate(self, step: int, role: str, items: list[PromptItem]) -> list[Group]:
         if not items:
             return []
         ids = [request_id(step, slot, f"{role}/{it.instance_id}") for slot, it in enumerate(items)]
         seeds = [request_seed(self.cfg.seed, rid) for rid in ids]
+        agent = role == "solve" and self.cfg.rollout.mode == "agent"  # the injector answers in one turn
         reqs = [
-            GenerationRequest(r, it.prompt_ids, self.cfg.group_size, s)
+            GenerationRequest(r, it.prompt_ids, self.cfg.group_size, s, episode=self._episode(it) if agent else None)
             for r, it, s in zip(ids, items, seeds, strict=True)
         ]
         fleet = self.rollouts.fleet
@@ -144,6 +149,11 @@ class SelfPlay(GroupSampler):
                 completions = self._guided(it.instance, completions, step)
             groups.append(Group(result.request_id, it, completions, result.policy_version, result.actor_id))
         return groups
+
+    def _episode(self, item: PromptItem) -> EpisodeTask:
+        """A solver group's episodes act in a sandbox session of the bug's instance: its snapshot
+        is its files, the buggy tree."""
+        return EpisodeTask(item.instance, self.cfg.agent, self.cfg.reward.execution)
 
     def _guided(self, inst: Instance, completions: list[Completion], step: int) -> list[Completion]:
         """The group with its last guided_bugs answers replaced by rules bugs written as answers."""
