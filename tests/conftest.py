@@ -43,6 +43,7 @@ class SmokeRun:
     run_dir: Path
     output: str  # the driver's stdout + stderr
     loggers: tuple[str, ...] = ("console", "jsonl")  # trainer.loggers of the run
+    overrides: tuple[str, ...] = ()  # beyond experiment=smoke (a resumed run gives them again)
 
     def metrics(self) -> list[dict]:
         return [json.loads(line) for line in (self.run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -128,17 +129,17 @@ def agent_run(tmp_path_factory) -> SmokeRun:
     if (why := sandbox.available()) is not None:  # episodes act in sandbox sessions
         pytest.skip(f"sandbox unavailable: {why}")
     run_dir = tmp_path_factory.mktemp("agent") / "run"
-    proc = run_train(
-        run_dir,
+    overrides = (
         "rollout.mode=agent",
         "rollout.oracle_samples_per_group=0",
         "agent.max_turns=3",
         "agent.max_tokens=4096",
         "learner.kl_coef=0.001",
     )
+    proc = run_train(run_dir, *overrides)
     if proc.returncode != 0:
         pytest.fail(f"the agent-mode run failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-6000:]}")
-    return SmokeRun(run_dir, proc.stdout + proc.stderr)
+    return SmokeRun(run_dir, proc.stdout + proc.stderr, overrides=overrides)
 
 
 class Prometheus:

@@ -5,6 +5,10 @@ batch, so the learner's logprobs of the episodes' sampled tokens are compared wi
 
 from __future__ import annotations
 
+import json
+import shutil
+from collections import Counter
+
 import pytest
 
 from reward.execution import sandbox
@@ -34,3 +38,29 @@ def test_each_group_is_16_episodes_and_the_learner_trains_on_their_sampled_token
             assert 1 <= len(turns) <= 3 and all({"text", "kind", "observation"} <= set(t) for t in turns)
             assert r["finish_reason"] == r["episode"]["ended_by"]
             assert r["policy_version"] == m["step"] - 1  # sync mode: on-policy episodes
+
+
+def test_an_agent_run_resumes_after_its_last_checkpoint_with_no_episode_lost_or_repeated(
+    agent_run, job_run, train_cli, tmp_path
+):
+    """The 2-step agent run, as a driver killed after checkpoint 2 leaves it, started again for
+    3 steps: step 3 is the uninterrupted run's, each of its groups 16 episodes, once."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(agent_run.run_dir, run_dir, symlinks=True)
+    proc = train_cli(run_dir, *agent_run.overrides, "trainer.steps=3")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "[resume] from" in proc.stdout and "step_000002" in proc.stdout
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2, 3] and metrics[2]["agent_turns_mean"] >= 1
+    for step in (1, 2, 3):  # the loader's order is the uninterrupted (non-agent) run's: same data, same seed
+        rows = _rows(run_dir, step)
+        assert [r["instance_id"] for r in rows if r["sample"] == 0] == [
+            r["instance_id"] for r in _rows(job_run.run_dir, step) if r["sample"] == 0
+        ]
+        by_group = Counter((r["instance_id"], r["sample"]) for r in rows)
+        assert set(by_group.values()) == {1} and len(by_group) == 16 * 2  # every episode once
+    assert all(r["episode"]["turns"] for r in _rows(run_dir, 3))  # step 3's are episodes, with turns
+
+
+def _rows(run_dir, step):
+    return [json.loads(line) for line in (run_dir / "rollouts" / f"step_{step:06d}.jsonl").read_text().splitlines()]

