@@ -10,13 +10,14 @@ the fault is or how to mend it.
 A report is taken only when it says nothing of the fix. The check is mechanical, since the
 instance's reward must not depend on the model's judgement of itself: the answer (its
 `<think>` part dropped) must hold no line of code that the oracle patch adds, and it must be of
-a reader's length. An answer that fails either keeps the test report as the issue, and the
-reason is counted (`leaks_fix`, `unusable`), so no instance is lost to a bad report.
+a reader's length, with no sentence said three times over (a small model's loop). An answer
+that fails keeps the test report as the issue, and the reason is counted (`leaks_fix`, `unusable`), so no instance is lost to a bad report.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ INSTRUCTIONS = (
 )
 
 MIN_CHARS, MAX_CHARS = 40, 4000  # a report shorter says nothing; longer is no user's report
+MAX_REPEATS = 3  # a sentence (20 characters or more) said this often: the model looped
 MIN_LEAK_CHARS = 8  # an added line shorter than this ("return", "pass") names nothing
 
 
@@ -76,6 +78,10 @@ def read_report(answer: str, inst: Instance) -> IssueReport:
     text = re.sub(r"<think>.*?</think>", "", answer, flags=re.DOTALL).strip()
     if not MIN_CHARS <= len(text) <= MAX_CHARS:
         return IssueReport(inst.problem_statement, "unusable", f"{len(text)} characters")
+    sentences = Counter(_squash(x).strip().lower() for x in re.split(r"[.!?\n]+", text))
+    looped = [x for x, n in sentences.items() if n >= MAX_REPEATS and len(x) >= 20]
+    if looped:  # a small model's loop: the same sentence over and over is no report
+        return IssueReport(inst.problem_statement, "unusable", f"repeats: {looped[0][:80]}")
     flat = _squash(text)
     for code in added_lines(inst.patch):
         if _squash(code) in flat:
