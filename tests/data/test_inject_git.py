@@ -122,7 +122,7 @@ def injected(tmp_path_factory):
     repo = _repo(root / "calc")
     out, cache = root / "out", root / "cache"
     cmd = [sys.executable, "-m", "data.inject", "--git", f"acme/calc={repo.path}", "--out", str(out)]
-    cmd += ["--per-repo", "4", "--workers", "0", "--wall-s", "10", "--cache-dir", str(cache)]
+    cmd += ["--per-repo", "4", "--workers", "0", "--wall-s", "30", "--cache-dir", str(cache)]
     cmd += ["--environment", "{}", "--operators", "binop,compare,drop_return"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
