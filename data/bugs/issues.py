@@ -11,7 +11,8 @@ A report is taken only when it says nothing of the fix. The check is mechanical,
 instance's reward must not depend on the model's judgement of itself: the answer (its
 `<think>` part dropped) must hold no line of code that the oracle patch adds, and it must be of
 a reader's length, with no sentence said three times over (a small model's loop). An answer
-that fails keeps the test report as the issue, and the reason is counted (`leaks_fix`, `unusable`), so no instance is lost to a bad report.
+that fails keeps the test report as the issue, and the reason is counted (`leaks_fix`,
+`unusable`), so no instance is lost to a bad report.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from data.bugs.model_bugs import Sampler
+from data.patching import parse_patch
 from data.prompt import fence
 from data.schema import Instance
 
@@ -59,14 +61,10 @@ def issue_messages(inst: Instance) -> list[dict[str, str]]:
 
 
 def added_lines(patch: str) -> list[str]:
-    """The code lines a patch adds, stripped, of at least MIN_LEAK_CHARS."""
-    out = []
-    for line in patch.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            code = line[1:].strip()
-            if len(code) >= MIN_LEAK_CHARS:
-                out.append(code)
-    return out
+    """The code lines a patch adds (read by data/patching.py's parser), stripped, of at least
+    MIN_LEAK_CHARS."""
+    added = (ln[1:].strip() for fp in parse_patch(patch) for h in fp.hunks for ln in h.lines if ln[0] == "+")
+    return [code for code in added if len(code) >= MIN_LEAK_CHARS]
 
 
 def _squash(text: str) -> str:

@@ -233,6 +233,10 @@ def test_a_model_report_is_the_issue_only_when_it_quotes_no_line_of_the_fix():
     assert (n, temperature) == (1, 0.0) and "return x - 1" in messages[0][1]["content"]  # the buggy code
     assert "R\n" in messages[0][1]["content"] and "return x + 1" not in messages[0][1]["content"]
     assert read_report("", inst).reason == "unusable"
+    from data.bugs.issues import added_lines
+
+    unary = patch.replace("+    return x + 1", "+    ++total_count")  # an added line that starts "++"
+    assert added_lines(patch) == ["return x + 1"] and added_lines(unary) == ["++total_count"]
     looped = read_report("It is broken when I add a month. " * 3 + "Please help.", inst)
     assert (looped.reason, looped.detail) == ("unusable", "repeats: it is broken when i add a month")
 
