@@ -164,10 +164,14 @@ class Rollouts:
     def _request(self, step: int, slot: int, item: PromptItem) -> GenerationRequest:
         rid = request_id(step, slot, item.instance_id)
         seed = request_seed(self.cfg.seed, rid)
-        task = None  # agent mode: the group is group_size episodes in the instance's sandbox
-        if self.cfg.rollout.mode == "agent":
-            task = EpisodeTask(item.instance, self.cfg.agent, self.cfg.reward.execution)
-        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, seed, episode=task)
+        return GenerationRequest(rid, item.prompt_ids, self.cfg.group_size, seed, episode=self.episode(item))
+
+    def episode(self, item: PromptItem) -> EpisodeTask | None:
+        """Agent mode: the group is group_size episodes in sandbox sessions of the item's
+        instance (its snapshot at its base commit, or its files); None outside it."""
+        if self.cfg.rollout.mode != "agent":
+            return None
+        return EpisodeTask(item.instance, self.cfg.agent, self.cfg.reward.execution)
 
     def collect(self, step: int, policy_version: int) -> tuple[list[Group], int]:
         """The step's groups in prompt order, and how many were dropped as too stale."""

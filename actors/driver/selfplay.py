@@ -40,7 +40,7 @@ from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Group, Rollouts, request_id
 from actors.driver.reward_pool import RewardPool, ScoredJob
 from actors.observe.phases import PhaseTimer
-from actors.rollout.actor import Completion, EpisodeTask, GenerationRequest, request_seed
+from actors.rollout.actor import Completion, GenerationRequest, request_seed
 from conf.config import TrainConfig
 from data.bugs.injector import BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
 from data.bugs.model_bugs import bug_messages
@@ -132,9 +132,10 @@ class SelfPlay(GroupSampler):
             return []
         ids = [request_id(step, slot, f"{role}/{it.instance_id}") for slot, it in enumerate(items)]
         seeds = [request_seed(self.cfg.seed, rid) for rid in ids]
-        agent = role == "solve" and self.cfg.rollout.mode == "agent"  # the injector answers in one turn
-        reqs = [
-            GenerationRequest(r, it.prompt_ids, self.cfg.group_size, s, episode=self._episode(it) if agent else None)
+        reqs = [  # the solver's groups are episodes in agent mode; the injector answers in one turn
+            GenerationRequest(
+                r, it.prompt_ids, self.cfg.group_size, s, episode=self.rollouts.episode(it) if role == "solve" else None
+            )
             for r, it, s in zip(ids, items, seeds, strict=True)
         ]
         fleet = self.rollouts.fleet
@@ -149,11 +150,6 @@ class SelfPlay(GroupSampler):
                 completions = self._guided(it.instance, completions, step)
             groups.append(Group(result.request_id, it, completions, result.policy_version, result.actor_id))
         return groups
-
-    def _episode(self, item: PromptItem) -> EpisodeTask:
-        """A solver group's episodes act in a sandbox session of the bug's instance: its snapshot
-        is its files, the buggy tree."""
-        return EpisodeTask(item.instance, self.cfg.agent, self.cfg.reward.execution)
 
     def _guided(self, inst: Instance, completions: list[Completion], step: int) -> list[Completion]:
         """The group with its last guided_bugs answers replaced by rules bugs written as answers."""
