@@ -92,8 +92,9 @@ def injected(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]
     out = tmp_path_factory.mktemp("inject") / "out"
     cache = tmp_path_factory.mktemp("inject-cache")
     cmd = [sys.executable, "-m", "data.inject", "--data", "demo", "--out", str(out), "--limit", "2"]
-    # A demo run takes ~0.5 s: a 5 s wall bounds a bug that loops forever (one is drawn here).
-    cmd += ["--per-instance", "3", "--workers", "0", "--wall-s", "5", "--cache-dir", str(cache)]
+    # A demo run takes ~0.5 s; the 10 s wall bounds the drawn bug that loops forever, with room
+    # for a loaded machine (tests_run needs both kept bugs).
+    cmd += ["--per-instance", "3", "--workers", "0", "--wall-s", "10", "--cache-dir", str(cache)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return out, json.loads((out / "_manifest.json").read_text()), proc
