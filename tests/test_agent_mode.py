@@ -29,6 +29,8 @@ def test_each_group_is_16_episodes_and_the_learner_trains_on_their_sampled_token
         )
         assert ended == 32 and m["agent_ended_infra"] == 0 and 1 <= m["agent_turns_max"] <= 3
         assert 0.0 < m["agent_engine_busy_fraction"] <= 1.0
+        # Every turn waited on the engine; commands took time only where the model wrote one.
+        assert m["agent_generation_s"] > 0.0 and (m["agent_command_s"] > 0.0) == (m["agent_actions_bash"] > 0)
         # Turn 2's and 3's prompts are turn 1's plus what came since: the cache serves most of them.
         assert 0.3 < m["agent_prefix_cache_hit_rate"] <= 1.0
         rollouts = agent_run.rollouts(m["step"])

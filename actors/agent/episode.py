@@ -110,6 +110,9 @@ class Turn:
     seconds: float
     # The command's exit code (bash turns only).
     exit_code: int | None = None
+    # Of `seconds`, the action's: the command's run, or reading and writing the edited files;
+    # the rest is the wait for the policy's answer (an engine's generation and queueing).
+    action_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,7 @@ def run_episode(
             turns.append(Turn(text, "submit", "", clock() - turn_started))
             ended_by = "submit"
             break
-        exit_code = None
+        exit_code, action_started = None, clock()
         if action.kind == "bash":
             result = workspace.run(action.command, cfg.command_timeout_s, _output_bytes(cfg))
             observation, exit_code = bash_observation(result, cfg), result.exit_code
@@ -216,7 +219,8 @@ def run_episode(
         else:
             observation = f"Your turn was not carried out: {action.error}."
         messages.append(Message("user", observation))
-        turns.append(Turn(text, action.kind, observation, clock() - turn_started, exit_code))
+        now = clock()
+        turns.append(Turn(text, action.kind, observation, now - turn_started, exit_code, now - action_started))
         errors_in_a_row = errors_in_a_row + 1 if action.kind == "invalid" else 0
         format_errors += action.kind == "invalid"
         if errors_in_a_row >= cfg.max_format_errors:

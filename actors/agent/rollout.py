@@ -1,14 +1,15 @@
 """Agent episodes on an engine: many episodes in flight, each turn one generation request.
 
 Each episode runs `run_episode` (episode.py) in a thread of its own against its sandbox session
-(reward/execution/workspace.py) with an `EnginePolicy`: a turn is a request to the `TurnBatcher`,
-which serves the requests of every episode in batched engine calls from the caller's thread.
-The batcher sends whatever is waiting once the engine is free (lingering `linger_s` for the
-other live episodes' requests): an episode whose command is running is simply not in that
-batch, so it never holds up another episode's generation, and its next turn joins a later one.
-(vLLM's `LLM.generate` is synchronous; this gives the overlap of commands with generation that
-an async engine would, one engine call at a time; `busy_fraction` measures how much of the
-wall time the engine worked.)
+(reward/execution/workspace.py) with an `EnginePolicy`: a turn is a request to the `TurnServer`,
+which drives a continuously batching engine (`TurnEngine`) from the caller's thread. A request
+joins the engine at its next step, whatever else is being generated, and leaves it the step its
+answer is complete: an episode whose command is running is simply not in the engine, so it never
+holds up another episode's generation, and its next turn never waits for a batch to drain (the
+scheduling of vLLM's async engine, as SkyRL's and veRL's agent loops use it, without an event
+loop: the engine's own `add_request`/`step`, which `LLM.generate` also runs on, driven here).
+`busy_fraction` is the share of the wall time the engine was stepping: what is left is the time
+every live episode was in a command or between turns.
 
 Token in, token out (tokens.py): the policy keeps the episode's ids as the engine returned and
 was given them; its next request's prompt is the whole sequence so far, so vLLM's prefix cache
@@ -22,11 +23,12 @@ the policy's: the driver leaves it out of its group's statistics.
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from actors.agent.episode import Message, NoMoreTurns, run_episode, task_messages
 from actors.agent.tokens import EpisodeTokens, Template, observation_ids
@@ -53,31 +55,47 @@ class Sample:
     policy_version: int
 
 
-Generate = Callable[[list[TurnRequest]], list[Sample]]
+class TurnEngine(Protocol):
+    """A continuously batching engine: requests join between steps, each step advances every
+    request in it (vLLM: one scheduler step, a decode token for each running request and the
+    prefill of new ones) and returns those it completed."""
+
+    def add(self, key: int, request: TurnRequest) -> None:
+        """Queue `request` under `key`; it runs from the next step on (raises if it is refused,
+        e.g. a prompt over the model's length)."""
+        ...
+
+    def step(self) -> list[tuple[int, Sample]]:
+        """One step of every queued request; the ones it finished, by key."""
+        ...
 
 
 @dataclass
-class BatchStats:
-    calls: int = 0
-    requests: int = 0
-    busy_s: float = 0.0
-    wall_s: float = 0.0
+class ServeStats:
+    steps: int = 0  # engine steps taken
+    requests: int = 0  # turns served
+    busy_s: float = 0.0  # in the engine's steps
+    wall_s: float = 0.0  # from the first episode's start to the last one's end
+    running_sum: int = 0  # requests in the engine, summed over steps (mean batch: / steps)
 
     @property
     def busy_fraction(self) -> float:
         return self.busy_s / self.wall_s if self.wall_s > 0 else 0.0
 
+    @property
+    def mean_batch(self) -> float:
+        return self.running_sum / self.steps if self.steps else 0.0
 
-class TurnBatcher:
-    """Serves episode threads' turn requests in batched engine calls (module docstring)."""
 
-    def __init__(self, generate: Generate, linger_s: float = 0.02) -> None:
-        # How long a free engine waits for more requests while some live episodes have none
-        # pending: a turn's action takes milliseconds between requests, an engine call seconds.
-        self.generate, self.linger_s = generate, linger_s
-        self.stats = BatchStats()
+class TurnServer:
+    """Serves episode threads' turn requests on a continuously batching engine (module docstring)."""
+
+    def __init__(self, engine: TurnEngine) -> None:
+        self.engine = engine
+        self.stats = ServeStats()
         self._cond = threading.Condition()
         self._pending: list[tuple[TurnRequest, list[Any]]] = []  # (request, [answer or exception])
+        self._keys = itertools.count()
 
     def ask(self, request: TurnRequest) -> Sample:
         """From an episode's thread: block until the engine answered this request."""
@@ -112,33 +130,50 @@ class TurnBatcher:
         threads = [threading.Thread(target=body, args=(i, fn), daemon=True) for i, fn in enumerate(episodes)]
         for t in threads:
             t.start()
+        running: dict[int, list[Any]] = {}  # key -> the asking episode's box
         while True:
             with self._cond:
-                while not self._pending and alive[0] > 0:
+                while not self._pending and not running and alive[0] > 0:
                     self._cond.wait()
-                if not self._pending:
+                if not self._pending and not running:
                     break
-                deadline = time.monotonic() + self.linger_s
-                while len(self._pending) < alive[0] and (left := deadline - time.monotonic()) > 0:
-                    self._cond.wait(left)
-                batch, self._pending = self._pending, []
-            self._serve(batch)
+                arrived, self._pending = self._pending, []
+            answers = [(box, refused) for request, box in arrived if (refused := self._admit(request, box, running))]
+            if running:
+                answers += self._step(running)
+            self._deliver(answers)
         for t in threads:
             t.join()
         self.stats.wall_s += time.monotonic() - start
         return results
 
-    def _serve(self, batch: list[tuple[TurnRequest, list[Any]]]) -> None:
-        begin = time.monotonic()
+    def _admit(self, request: TurnRequest, box: list[Any], running: dict[int, list[Any]]) -> BaseException | None:
+        """Queue a request in the engine; the engine's refusal is that request's answer."""
+        key = next(self._keys)
         try:
-            answers: list[Any] = list(self.generate([request for request, _ in batch]))
-        except Exception as exc:  # every waiting episode gets the engine's failure
-            answers = [exc] * len(batch)
+            self.engine.add(key, request)
+        except Exception as exc:  # returned to the episode that asked
+            return exc
+        running[key] = box
+        return None
+
+    def _step(self, running: dict[int, list[Any]]) -> list[tuple[list[Any], Any]]:
+        begin = time.monotonic()
+        self.stats.running_sum += len(running)
+        try:
+            done: list[tuple[int, Any]] = list(self.engine.step())
+        except Exception as exc:  # every episode in the engine gets the engine's failure
+            done = [(key, exc) for key in running]
         self.stats.busy_s += time.monotonic() - begin
-        self.stats.calls += 1
-        self.stats.requests += len(batch)
+        self.stats.steps += 1
+        self.stats.requests += sum(not isinstance(answer, BaseException) for _, answer in done)
+        return [(running.pop(key), answer) for key, answer in done]
+
+    def _deliver(self, answers: list[tuple[list[Any], Any]]) -> None:
+        if not answers:
+            return
         with self._cond:
-            for (_, box), answer in zip(batch, answers, strict=True):
+            for box, answer in answers:
                 box.append(answer)
             self._cond.notify_all()
 
@@ -148,7 +183,7 @@ class EnginePolicy:
 
     def __init__(
         self,
-        batcher: TurnBatcher,
+        server: TurnServer,
         tokenizer: Any,
         template: Template,
         tokens: EpisodeTokens,
@@ -158,7 +193,7 @@ class EnginePolicy:
         seed: int,
         temperature: float | None = None,
     ) -> None:
-        self.batcher, self.tokenizer, self.template, self.tokens = batcher, tokenizer, template, tokens
+        self.server, self.tokenizer, self.template, self.tokens = server, tokenizer, template, tokens
         self.max_new_tokens, self.max_tokens, self.seed, self.temperature = (
             max_new_tokens,
             max_tokens,
@@ -177,7 +212,7 @@ class EnginePolicy:
         turn = len(self.tokens.versions)
         limit, seed = min(self.max_new_tokens, room), (self.seed + turn) & 0x7FFFFFFF
         request = TurnRequest(self.tokens.context(), limit, seed, self.temperature)
-        sample = self.batcher.ask(request)
+        sample = self.server.ask(request)
         self.tokens.add_sample(sample.token_ids, sample.logprobs, sample.policy_version)
         self._last = sample
         return sample.text
@@ -213,7 +248,7 @@ class EpisodeSpec:
 
 def run_agent_episodes(
     specs: Sequence[EpisodeSpec],
-    batcher: TurnBatcher,
+    server: TurnServer,
     open_session: Callable[[Instance], Session],
     tokenizer: Any,
     cfg: AgentConfig,
@@ -231,7 +266,7 @@ def run_agent_episodes(
         try:
             with open_session(spec.instance) as session:
                 policy = EnginePolicy(
-                    batcher, tokenizer, template, tokens,
+                    server, tokenizer, template, tokens,
                     max_new_tokens=max_new_tokens, max_tokens=cfg.max_tokens, seed=spec.seed,
                     temperature=spec.temperature,
                 )  # fmt: skip
@@ -244,7 +279,7 @@ def run_agent_episodes(
         out.seconds = time.monotonic() - start
         return out
 
-    results = batcher.run([functools.partial(one, spec) for spec in specs])
+    results = server.run([functools.partial(one, spec) for spec in specs])
     for result in results:
         if isinstance(result, BaseException):  # not a session's failure: the engine's or a bug
             raise result

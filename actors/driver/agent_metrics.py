@@ -14,12 +14,16 @@ ENDINGS = ("submit", "format_errors", "max_turns", "max_tokens", "timeout", "inf
 
 def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
     """{} outside agent mode; else per step: turns per episode (mean, max), actions by kind,
-    format errors, command timeouts, episodes by how they ended, the engines' busy fraction and
-    the share of the turns' prompt tokens their prefix cache served."""
+    format errors, command timeouts, episodes by how they ended, where an episode's time went
+    (waiting for its turns to be generated vs its commands running, means per episode), the
+    engines' busy fraction and the share of the turns' prompt tokens their prefix cache served."""
     episodes = [c for g in groups for c in g.completions if c.episode is not None]
     if not episodes:
         return {}
     turns = [len(c.episode.get("turns", [])) for c in episodes if c.episode is not None]
+    every_turn = [t for c in episodes if c.episode is not None for t in c.episode.get("turns", [])]
+    generation_s = sum(float(t["seconds"]) - float(t.get("action_s", 0.0)) for t in every_turn)
+    command_s = sum(float(t.get("action_s", 0.0)) for t in every_turn if t["kind"] == "bash")
     actions = Counter(t["kind"] for c in episodes if c.episode is not None for t in c.episode.get("turns", []))
     ended = Counter(c.finish_reason for c in episodes)
     engines = [c.episode["engine"] for c in episodes if c.episode and "engine" in c.episode]
@@ -30,6 +34,8 @@ def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
         "agent_turns_max": float(max(turns)),
         "agent_format_errors": float(sum(c.episode.get("format_errors", 0) for c in episodes if c.episode)),
         "agent_command_timeouts": float(sum(c.episode.get("command_timeouts", 0) for c in episodes if c.episode)),
+        "agent_generation_s": generation_s / len(episodes),
+        "agent_command_s": command_s / len(episodes),
         "agent_engine_busy_fraction": sum(busy) / len(busy) if busy else 0.0,
         "agent_prefix_cache_hit_rate": sum(hits) / len(hits) if hits else 0.0,
     }

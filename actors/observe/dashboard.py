@@ -133,6 +133,12 @@ PANELS: tuple[Panel, ...] = (
         "actions by kind; episodes by how they ended (infra: the session failed, not the policy)",
     ),
     Panel(
+        "Agent time",
+        "s",
+        ("agent_generation_s", "agent_command_s"),
+        "per episode: waiting for its turns to be generated; its commands running",
+    ),
+    Panel(
         "Agent engine",
         "percentunit",
         ("agent_engine_busy_fraction", "agent_prefix_cache_hit_rate"),

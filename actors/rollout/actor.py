@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from ray.util.metrics import Gauge
 
-from actors.agent.rollout import EpisodeSpec, Sample, TurnBatcher, TurnRequest, run_agent_episodes
+from actors.agent.rollout import EpisodeSpec, Sample, TurnRequest, TurnServer, run_agent_episodes
 from actors.observe.telemetry import ACTOR_TOKENS_GAUGE
 from conf import device as devices
 from conf.config import AgentConfig, ExecutionConfig, RolloutConfig
@@ -202,12 +202,15 @@ class RolloutWorker:
             if t is not None
             for k in range(r.n)
         ]
-        batcher = TurnBatcher(self._generate_turns)
+        engine = _EngineTurns(self)
+        server = TurnServer(engine)
         queries, hits = self._prefix_counts()
         tokenizer = self.llm.get_tokenizer()
         limit = self.cfg.max_new_tokens
-        episodes = run_agent_episodes(specs, batcher, runner.session, tokenizer, first.agent, max_new_tokens=limit)
-        stats = batcher.stats
+        episodes = run_agent_episodes(specs, server, runner.session, tokenizer, first.agent, max_new_tokens=limit)
+        stats = server.stats
+        tokens_per_s = engine.tokens / stats.busy_s if stats.busy_s > 0 else 0.0
+        self._tokens_per_s.set(tokens_per_s, tags={"actor_id": self.actor_id})
         queries_after, hits_after = self._prefix_counts()
         more_queries, more_hits = queries_after - queries, hits_after - hits
         hit_rate = more_hits / more_queries if more_queries else 0.0
@@ -221,8 +224,9 @@ class RolloutWorker:
                 "versions": ep.tokens.versions,
                 "seconds": round(ep.seconds, 3),
                 "engine": {
-                    "calls": stats.calls,
+                    "steps": stats.steps,
                     "requests": stats.requests,
+                    "mean_batch": round(stats.mean_batch, 2),  # requests in the engine per step
                     "busy_fraction": stats.busy_fraction,
                     "prefix_hit_rate": hit_rate,  # prompt tokens served from the prefix cache
                 },
@@ -249,30 +253,6 @@ class RolloutWorker:
         if self._episode_runner is None:
             self._episode_runner = Runner(execution)
         return self._episode_runner
-
-    def _generate_turns(self, turns: list[TurnRequest]) -> list[Sample]:
-        """One engine call for the agent turns waiting (actors/agent/rollout.py TurnRequest)."""
-        # vLLM: in the engine's process only
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        params = [
-            self._sampling(
-                GenerationRequest("turn", t.prompt_ids, 1, t.seed, t.temperature), SamplingParams, t.max_tokens
-            )
-            for t in turns
-        ]
-        start = time.perf_counter()
-        prompts = [TokensPrompt(prompt_token_ids=t.prompt_ids) for t in turns]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        seconds = time.perf_counter() - start
-        samples = []
-        for out in outputs:
-            c = self._completion(out.outputs[0])
-            samples.append(Sample(c.token_ids, c.logprobs, c.text, c.finish_reason, self.policy_version))
-        tokens = sum(len(s.token_ids) for s in samples)
-        self._tokens_per_s.set(tokens / seconds if seconds > 0 else 0.0, tags={"actor_id": self.actor_id})
-        return samples
 
     def _sampling(self, r: GenerationRequest, sampling_params: Any, max_tokens: int | None = None) -> Any:
         temperature = self.cfg.temperature if r.temperature is None else r.temperature
@@ -341,3 +321,46 @@ class RolloutWorker:
         if llm is not None:
             llm.llm_engine.engine_core.shutdown()
             self.llm = None
+
+
+class _EngineTurns:
+    """The rollout worker's vLLM engine as a TurnEngine (actors/agent/rollout.py): turns are
+    added to `LLM.llm_engine` as they arrive and it is stepped by the TurnServer; the same
+    engine core, scheduler and sampling as `LLM.generate`, which runs this loop over a fixed
+    batch. Only final outputs come back (RequestOutputKind.FINAL_ONLY, as LLM.generate asks)."""
+
+    def __init__(self, worker: RolloutWorker) -> None:
+        # vLLM: in the engine's process only
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        self.worker, self.engine = worker, worker.llm.llm_engine
+        self._params, self._prompt, self._final = SamplingParams, TokensPrompt, RequestOutputKind.FINAL_ONLY
+        self._ids: dict[str, int] = {}  # the engine's request id -> the server's key
+        self.tokens = 0  # sampled, over every finished turn
+
+    def add(self, key: int, request: TurnRequest) -> None:
+        worker = self.worker
+        params = worker._sampling(
+            GenerationRequest("turn", request.prompt_ids, 1, request.seed, request.temperature),
+            self._params,
+            request.max_tokens,
+        )
+        params.output_kind = self._final
+        # Our own id space ("turn-"): LLM.generate numbers its requests from 0; vLLM also makes
+        # every id unique inside, but its outputs carry the id given here.
+        request_id = f"turn-{worker.actor_id}-{key}"
+        self.engine.add_request(request_id, self._prompt(prompt_token_ids=request.prompt_ids), params)
+        self._ids[request_id] = key
+
+    def step(self) -> list[tuple[int, Sample]]:
+        done = []
+        for out in self.engine.step():
+            if not out.finished:
+                continue
+            c = self.worker._completion(out.outputs[0])
+            self.tokens += len(c.token_ids)
+            sample = Sample(c.token_ids, c.logprobs, c.text, c.finish_reason, self.worker.policy_version)
+            done.append((self._ids.pop(out.request_id), sample))
+        return done

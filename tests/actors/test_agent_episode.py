@@ -261,3 +261,35 @@ def test_the_system_prompt_states_the_limits_and_its_examples_parse():
     assert parse_turn(prompt[prompt.index("```bash") : prompt.index("```python")]).command == "the command"
     # The whole prompt shows all three actions: as a turn it would be refused.
     assert parse_turn(prompt).error.startswith("a bash block and edit blocks")
+
+
+class ThinkingPolicy(ScriptedPolicy):
+    """A scripted policy whose every answer takes `think_s` on the test's clock."""
+
+    def __init__(self, turns: list[str], clock: Clock, think_s: float) -> None:
+        super().__init__(turns)
+        self.clock, self.think_s = clock, think_s
+
+    def next_turn(self, messages):
+        self.clock.now += self.think_s
+        return super().next_turn(messages)
+
+
+def test_a_turn_tells_its_action_time_from_the_wait_for_its_answer():
+    from actors.driver.agent_metrics import agent_metrics
+    from actors.driver.generation import Group
+    from actors.rollout.actor import Completion
+
+    clock = Clock()
+    workspace = FakeWorkspace({"a.py": "x = 1\n"}, {"make": ok("built\n", seconds=30.0)}, clock=clock)
+    turns = [bash("make"), edit("a.py", "x = 1", "x = 2"), SUBMIT]
+    episode = run_episode(ThinkingPolicy(turns, clock, 2.0), workspace, "t", CFG, clock=clock)
+    assert [(t.kind, t.seconds, t.action_s) for t in episode.turns] == [
+        ("bash", 32.0, 30.0),
+        ("edit", 2.0, 0.0),  # the fake's reads and writes take no time on this clock
+        ("submit", 2.0, 0.0),
+    ]
+    record = episode.to_json()
+    completions = [Completion([1], [0.0], "", "submit", [1.0], record) for _ in range(2)]
+    metrics = agent_metrics([Group("1/x", None, completions, 0, "a")])  # type: ignore[arg-type]
+    assert metrics["agent_generation_s"] == 6.0 and metrics["agent_command_s"] == 30.0  # per episode

@@ -1,6 +1,7 @@
-"""Agent episodes on an engine (actors/agent/rollout.py), with a scripted stand-in for the
-engine and real sandbox sessions on a demo instance: episodes in flight together, a slow
-command holding up no other episode's generation, and the tokens the learner will train on."""
+"""Agent episodes on an engine (actors/agent/rollout.py), with a scripted stand-in for a
+continuously batching engine and real sandbox sessions on a demo instance: episodes in flight
+together, a slow command holding up no other episode's generation, a turn joining the engine
+while another is being generated, and the tokens the learner will train on."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import pytest
 
-from actors.agent.rollout import EpisodeSpec, Sample, TurnBatcher, TurnRequest, run_agent_episodes
+from actors.agent.rollout import EpisodeSpec, Sample, TurnRequest, TurnServer, run_agent_episodes
 from conf.config import AgentConfig, ExecutionConfig
 from data.loader import read_instances
 from learner.models import build_tiny_tokenizer
@@ -35,31 +36,41 @@ def tokenizer(tmp_path_factory):
 
 class ScriptedEngine:
     """Answers each request with its episode's next scripted turn (the episode is told by its
-    seed, the turn by how many assistant turns its prompt holds), stopped at the eos."""
+    seed, the turn by how many assistant turns its prompt holds), stopped at the eos; like a
+    decoding engine, one token of every request in it per step (`step_s` each)."""
 
-    def __init__(self, tokenizer, seeds: dict[int, str]) -> None:
-        self.tokenizer, self.seeds, self.served = tokenizer, seeds, []
+    def __init__(self, tokenizer, seeds: dict[int, str], step_s: float = 0.0) -> None:
+        self.tokenizer, self.seeds, self.step_s, self.served = tokenizer, seeds, step_s, []
         self.opening = tokenizer.encode("<|im_start|>assistant", add_special_tokens=False)
+        self.running: dict[int, list] = {}  # key -> [name, turn, ids, tokens generated]
 
-    def __call__(self, requests: list[TurnRequest]) -> list[Sample]:
-        out = []
-        for r in requests:
-            turn = sum(r.prompt_ids[i : i + len(self.opening)] == self.opening for i in range(len(r.prompt_ids))) - 1
-            name = self.seeds[r.seed - turn]
-            self.served.append((name, turn, time.monotonic()))
-            ids = self.tokenizer.encode(SCRIPTS[name][turn], add_special_tokens=False) + [self.tokenizer.eos_token_id]
-            out.append(Sample(ids, [-0.1] * len(ids), SCRIPTS[name][turn], "stop", policy_version=7))
-        return out
+    def add(self, key: int, r: TurnRequest) -> None:
+        turn = sum(r.prompt_ids[i : i + len(self.opening)] == self.opening for i in range(len(r.prompt_ids))) - 1
+        name = self.seeds[r.seed - turn]
+        ids = self.tokenizer.encode(SCRIPTS[name][turn], add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        self.running[key] = [name, turn, ids, 0]
+
+    def step(self) -> list[tuple[int, Sample]]:
+        time.sleep(self.step_s)
+        done = []
+        for key, item in list(self.running.items()):
+            item[3] += 1
+            name, turn, ids, generated = item
+            if generated == len(ids):
+                del self.running[key]
+                self.served.append((name, turn, time.monotonic()))
+                done.append((key, Sample(ids, [-0.1] * len(ids), SCRIPTS[name][turn], "stop", policy_version=7)))
+        return done
 
 
 def test_episodes_in_flight_share_the_engine_and_keep_its_tokens(tokenizer, tmp_path):
     runner = Runner(ExecutionConfig(cache_dir=str(tmp_path)))
     instance = next(i for i in read_instances("demo", 0) if i.instance_id == "demo__calspan-3")
-    engine = ScriptedEngine(tokenizer, {100: "slow", 200: "quick"})
-    batcher = TurnBatcher(engine, linger_s=0.5)  # the sessions start ~70 ms apart: the first turns wait for each other
+    engine = ScriptedEngine(tokenizer, {100: "slow", 200: "quick"}, step_s=0.002)
+    server = TurnServer(engine)
     specs = [EpisodeSpec("0/0/x", 0, instance, 100), EpisodeSpec("0/0/x", 1, instance, 200)]
     start = time.monotonic()
-    slow, quick = run_agent_episodes(specs, batcher, runner.session, tokenizer, AgentConfig(), max_new_tokens=512)
+    slow, quick = run_agent_episodes(specs, server, runner.session, tokenizer, AgentConfig(), max_new_tokens=512)
     for episode, name in ((slow, "slow"), (quick, "quick")):
         assert episode.infra_error is None and episode.ended_by == "submit"
         assert episode.patch == instance.patch  # both fixed it
@@ -70,19 +81,18 @@ def test_episodes_in_flight_share_the_engine_and_keep_its_tokens(tokenizer, tmp_
     assert "slept" in slow.episode["turns"][0]["observation"]
     # While the slow episode's command ran, the quick one's next turns were served.
     served = {(name, turn): at - start for name, turn, at in engine.served}
-    # (The quick one's turns wait at most linger_s each for the slow one: 3 x 0.5 s < 3 s.)
     assert served[("quick", 2)] < served[("slow", 1)] and served[("slow", 1)] >= 3.0
-    assert batcher.stats.requests == 7 and batcher.stats.calls < 7  # the first turns went together
-    assert 0.0 < batcher.stats.busy_fraction < 1.0
+    assert server.stats.requests == 7 and engine.running == {}
+    assert 0.0 < server.stats.busy_fraction < 1.0  # idle while the slow command ran alone
 
 
 def test_a_session_that_cannot_start_is_an_infrastructure_failure(tokenizer, tmp_path):
     runner = Runner(ExecutionConfig(cache_dir=str(tmp_path)))
     instance = next(i for i in read_instances("demo", 0) if i.instance_id == "demo__calspan-3")
     broken = instance.__class__(**{**instance.__dict__, "environment": '{"python": "2.1"}'})
-    batcher = TurnBatcher(ScriptedEngine(tokenizer, {5: "quick"}))
+    server = TurnServer(ScriptedEngine(tokenizer, {5: "quick"}))
     (episode,) = run_agent_episodes(
-        [EpisodeSpec("0/0/y", 0, broken, 5)], batcher, runner.session, tokenizer, AgentConfig(), max_new_tokens=64
+        [EpisodeSpec("0/0/y", 0, broken, 5)], server, runner.session, tokenizer, AgentConfig(), max_new_tokens=64
     )
     assert episode.infra_error and "2.1" in episode.infra_error and episode.ended_by == "infra"
-    assert batcher.stats.requests == 0  # no turn was generated for it
+    assert server.stats.requests == 0 and server.stats.steps == 0  # no turn was generated for it
