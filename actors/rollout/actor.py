@@ -202,7 +202,7 @@ class RolloutWorker:
             if t is not None
             for k in range(r.n)
         ]
-        engine = _EngineTurns(self)
+        engine = EngineTurns(self)
         server = TurnServer(engine)
         queries, hits = self._prefix_counts()
         tokenizer = self.llm.get_tokenizer()
@@ -323,7 +323,7 @@ class RolloutWorker:
             self.llm = None
 
 
-class _EngineTurns:
+class EngineTurns:
     """The rollout worker's vLLM engine as a TurnEngine (actors/agent/rollout.py): turns are
     added to `LLM.llm_engine` as they arrive and it is stepped by the TurnServer; the same
     engine core, scheduler and sampling as `LLM.generate`, which runs this loop over a fixed
