@@ -1,8 +1,10 @@
 """PID 1 of a sandbox's namespaces: build its root, drop to nobody, run the command, end it all.
 
-Started by reward/execution/sandbox.py as `unshare ... python -I -S path/to/inside.py SPEC`,
-as root, in fresh mount, PID, network, IPC and UTS namespaces (the mount namespace's
-propagation is private: none of these mounts reaches the host). Standard library only (and
+Started by reward/execution/sandbox.py as `unshare ... python -I -S path/to/inside.py SPEC`
+(or, for a sandbox session, ahead of time as `... inside.py --spare FD PATHS`, reading SPEC's
+path from that descriptor once it has its session: `spare` below), as root, in fresh mount,
+PID, network, IPC and UTS namespaces (the mount namespace's propagation is private: none of
+these mounts reaches the host). Standard library only (and
 data/paths.py, loaded by its path), and nothing here runs code from the sandboxed repository:
 this process stays root, only the command it starts is nobody.
 
@@ -189,13 +191,19 @@ def _accepting(proc: subprocess.Popen, port: int, start_s: float) -> str | None:
     return f"did not accept on 127.0.0.1:{port} within {start_s:g} s"
 
 
+_LOADED: dict[str, ModuleType] = {}  # by path: a spare loads its modules before its spec comes
+
+
 def _load_paths(path: str) -> ModuleType:
     """data/paths.py, the project's one rule for a patch's paths, or workspace_inside.py, by path
     (this script runs without the project on sys.path), before the chroot hides them."""
+    if path in _LOADED:
+        return _LOADED[path]
     spec = importlib.util.spec_from_file_location(f"swe_rl_{Path(path).stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _LOADED[path] = module
     return module
 
 
@@ -321,5 +329,19 @@ def main(spec_path: str) -> int:
     return code
 
 
+def spare(go_fd: int, paths_module: str) -> int:
+    """A PID 1 started ahead of its session (workspace.py's spares): its namespaces made, this
+    interpreter and the modules a session loads loaded; it then waits for its spec's path on
+    `go_fd` and goes on as any PID 1. The pipe closing first (the host needs no more spares,
+    or is gone) ends it: nothing was mounted, joined or run yet."""
+    _load_paths(paths_module)
+    _load_paths(str(Path(__file__).with_name("workspace_inside.py")))
+    with os.fdopen(go_fd, "rb") as go:
+        spec_path = go.readline().decode().strip()
+    return main(spec_path) if spec_path else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--spare":  # --spare GO_FD PATHS_MODULE
+        sys.exit(spare(int(sys.argv[2]), sys.argv[3]))
     sys.exit(main(sys.argv[1]))

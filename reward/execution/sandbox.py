@@ -221,7 +221,12 @@ def prepare(
         "servers": [{**asdict(server), "env": dict(server.env)} for server in servers],
     }
     os.chmod(scratch, 0o700)
-    cmd = [
+    return scratch, cgroups, spec, pid1_command(str(scratch / "spec.json"))
+
+
+def pid1_command(*args: str) -> list[str]:
+    """The command that starts PID 1 (inside.py, given `args`) in fresh namespaces."""
+    return [
         "unshare",
         "--mount",
         "--pid",
@@ -237,9 +242,8 @@ def prepare(
         "-I",
         "-S",
         str(Path(__file__).with_name("inside.py")),
-        str(scratch / "spec.json"),
+        *args,
     ]
-    return scratch, cgroups, spec, cmd
 
 
 def run(

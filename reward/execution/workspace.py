@@ -25,6 +25,7 @@ agent's: they are left out when unchanged.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import json
@@ -34,6 +35,8 @@ import shutil
 import signal
 import struct
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +44,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
+from data import paths
 from data.patching import unified_diff
 from data.paths import path_problem, read_beneath, repo_path
 from reward.execution import sandbox
@@ -88,6 +92,104 @@ def ignored(rel: str) -> bool:
     return any(p in IGNORED_DIRS or p.endswith(IGNORED_SUFFIXES) for p in parts)
 
 
+class _Spare:
+    """A session's PID 1 started ahead of it (inside.py `spare`): unshare has made its
+    namespaces and the interpreter has loaded what a session runs, which is most of a cold
+    start; it waits for its spec's path on `go`. It holds the session's two pipes already."""
+
+    def __init__(self) -> None:
+        request_read, self.requests = os.pipe()
+        self.answers, answer_write = os.pipe()
+        go_read, self.go = os.pipe()
+        # The fds' numbers as PID 1 has them (pass_fds keeps them): the spec names them.
+        self.fds = {"request_fd": request_read, "answer_fd": answer_write}
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the session keeps it open
+        try:
+            self.proc = subprocess.Popen(
+                sandbox.pid1_command("--spare", str(go_read), str(Path(paths.__file__).resolve())),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self.stderr,
+                start_new_session=True,
+                env={},
+                pass_fds=(request_read, answer_write, go_read),
+            )
+        except OSError:
+            self.stderr.close()
+            for fd in (self.requests, self.answers, self.go):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (request_read, answer_write, go_read):
+                os.close(fd)
+
+    def discard(self) -> None:
+        """Close its pipes (it exits on the closed `go`) and reap it."""
+        for fd in (self.requests, self.answers, self.go):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2.0)
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.stderr.close()
+
+
+class _Spares:
+    """Up to `keep` spare PID 1s of this process, refilled in the background as sessions take
+    them: a session that finds one waits only for its root's mounts and PID 1's first answer
+    (~30 ms of a cold ~85 ms here: bench/workspace.py). The first session of a process starts
+    cold and the pool fills after it; episodes started together beyond `keep` start cold too."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._ready: list[_Spare] = []
+        self._filling = 0
+        self._closed = False
+
+    def take(self) -> _Spare | None:
+        with self._lock:
+            spare = None
+            while self._ready and spare is None:
+                candidate = self._ready.pop(0)
+                if candidate.proc.poll() is None:
+                    spare = candidate
+                else:  # ended meanwhile (killed from outside): of no use
+                    threading.Thread(target=candidate.discard, daemon=True).start()
+            more = 0 if self._closed else self.keep - len(self._ready) - self._filling
+            self._filling += max(more, 0)
+        for _ in range(more):
+            threading.Thread(target=self._fill, daemon=True).start()
+        return spare
+
+    def _fill(self) -> None:
+        try:
+            spare: _Spare | None = _Spare()
+        except OSError:  # the next session starts cold, and says why if that fails too
+            spare = None
+        with self._lock:
+            self._filling -= 1
+            if spare is not None and self._closed:
+                threading.Thread(target=spare.discard, daemon=True).start()
+            elif spare is not None:
+                self._ready.append(spare)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed, ready, self._ready = True, self._ready, []
+        for spare in ready:
+            spare.discard()
+
+
+# Two spares: a step's episodes start their sessions together and the first two start warm; an
+# idle spare is one waiting interpreter (a few MB) and its namespaces.
+_SPARES = _Spares(keep=2)
+atexit.register(_SPARES.close)
+
+
 class Session:
     """A live sandbox over `snapshot` with `env` (Environments.ensure); a context manager."""
 
@@ -117,12 +219,38 @@ class Session:
             servers,
             env.layers,
         )
+        spec["report_fd"] = -1
+        self._stopped = False
+        spare = _SPARES.take()
+        if spare is not None:
+            self._adopt(spare, spec)
+        else:
+            self._start_cold(cmd, spec)
+        self._read_answer(limits.start_s, "start")
+        self.start_s = time.monotonic() - start
+
+    def _adopt(self, spare: _Spare, spec: dict[str, Any]) -> None:
+        """Hand a spare PID 1 this session's spec (it goes on as a cold one would)."""
+        spec["session"] = spare.fds
+        (self._scratch / "spec.json").write_text(json.dumps(spec))
+        self._proc, self._requests, self._answers, self._stderr = (
+            spare.proc,
+            spare.requests,
+            spare.answers,
+            spare.stderr,
+        )
+        try:
+            os.write(spare.go, f"{self._scratch / 'spec.json'}\n".encode())
+        except OSError as exc:  # it ended since it was taken: the start fails as a cold one would
+            self._fail(f"the session's sandbox did not start: {exc}")
+        finally:
+            os.close(spare.go)
+
+    def _start_cold(self, cmd: list[str], spec: dict[str, Any]) -> None:
         request_read, self._requests = os.pipe()
         self._answers, answer_write = os.pipe()
         spec["session"] = {"request_fd": request_read, "answer_fd": answer_write}
-        spec["report_fd"] = -1
         (self._scratch / "spec.json").write_text(json.dumps(spec))
-        self._stopped = False
         # PID 1's own messages (why it could not build the root), read when it fails.
         self._stderr = (self._scratch / "stderr").open("w+b")
         try:
@@ -138,13 +266,14 @@ class Session:
             )
         except OSError as exc:
             self._stderr.close()
+            for fd in (self._requests, self._answers):
+                os.close(fd)
+            self._stopped = True
             self._cleanup()
             raise SessionFailed(f"the session's sandbox did not start: {exc}") from None
         finally:
             os.close(request_read)
             os.close(answer_write)
-        self._read_answer(limits.start_s, "start")
-        self.start_s = time.monotonic() - start
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, command: str, timeout_s: float, output_bytes: int) -> CommandResult:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -112,13 +111,16 @@ def test_the_hosts_files_and_ports_are_out_of_reach(session, tmp_path):
     server.bind(("127.0.0.1", 0))
     server.listen(1)
     port = server.getsockname()[1]
-    accepted: list[object] = []
-    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
     probe = session.run(
         f"cat {secret}; echo > {tmp_path}/planted; echo hi > /dev/tcp/127.0.0.1/{port} && echo connected", 5, 4000
     )
+    # A connection that reached the host would wait in the listen backlog: none does. (Checked
+    # without an accepting thread, which a close under it left raising on a reused descriptor.)
+    server.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        server.accept()
     server.close()
-    assert "host only" not in probe.output and "connected" not in probe.output and not accepted
+    assert "host only" not in probe.output and "connected" not in probe.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret", "snapshot"]  # nothing planted
 
 
@@ -130,3 +132,48 @@ def test_a_closed_session_leaves_no_process_and_answers_nothing(tmp_path, sessio
     with pytest.raises(SessionFailed):
         session.run("true", 5, 100)
     assert not list(Path(session._scratch).parent.glob(session._scratch.name))
+
+
+def _wait_for_a_spare(spares, timeout: float = 10.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not spares._ready and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert spares._ready, "no spare PID 1 was started after a session took one"
+    return spares._ready[0]
+
+
+def test_a_session_starts_on_a_spare_pid_1_and_is_the_same_sandbox(tmp_path, session):
+    """A session takes a PID 1 started ahead of it (workspace.py _Spares); what it runs is
+    contained as in a cold start: nobody, its own tree, no host files, its own processes."""
+    from reward.execution import workspace
+
+    (tmp_path / "secret").write_text("host only")
+    spare = _wait_for_a_spare(workspace._SPARES)  # the fixture's session took or left one
+    with Session(session.snapshot, session.env, limits=session.limits) as warm:
+        assert warm._proc is spare.proc and spare not in workspace._SPARES._ready
+        out = warm.run(f"id -u; head -1 pkg/mod.py; cat {tmp_path}/secret; ls -d /proc/[0-9]* | wc -l", 10, 4000)
+        lines = out.output.splitlines()
+        assert lines[:2] == [str(NOBODY), "def f():"] and "host only" not in out.output
+        assert int(lines[-1]) <= 4  # PID 1, bash, ls, wc: a PID namespace of its own
+        assert warm.run("echo x > new.txt", 10, 100).exit_code == 0 and warm.read("new.txt") == "x\n"
+        assert session.read("new.txt") is None  # another session's tree
+        pid = warm._proc.pid
+    assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode != 0
+
+
+def test_spares_end_when_closed_and_a_dead_one_is_passed_over(tmp_path):
+    from reward.execution.workspace import _Spares
+
+    spares = _Spares(keep=1)
+    assert spares.take() is None  # none yet: the caller starts cold, and one is started
+    first = _wait_for_a_spare(spares)
+    first.proc.kill()
+    first.proc.wait()
+    assert spares.take() is None  # the dead one is passed over, another started
+    second = _wait_for_a_spare(spares)
+    assert second is not first and second.proc.poll() is None
+    spares.close()
+    assert second.proc.poll() is not None  # its pipe closed, it exited without a spec
+    assert spares.take() is None and spares._ready == []  # closed: none started again
