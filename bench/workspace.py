@@ -4,10 +4,12 @@
 
 In one process, against baselines of the same run (these machines are noisy):
 
-  (1) session start: Session(...) until PID 1 answers, median of --starts, beside a one-shot
-      `sandbox.run(["true"])` (what a test run pays) and bare `subprocess.run(["true"])`;
-      with the host's interpreter and, with --python, a uv-built environment (warm: built once
-      before the timing);
+  (1) session start: Session(...) until PID 1 answers, median of --starts, on a spare PID 1
+      (workspace.py SPARES, as sessions start) and cold (no spares: unshare and the interpreter
+      started by the session), and its close; beside a one-shot `sandbox.run(["true"])` (what a
+      test run pays) and bare `subprocess.run(["true"])`; with the host's interpreter and, with
+      --python, a uv-built environment (warm: built once before the timing). Sessions start
+      0.1 s apart (an episode lasts seconds: the spare taken is replaced meanwhile);
   (2) per command: `true`, `cat FILE` and `python -c pass` through a live session's `run()`,
       against the same command bare (`subprocess.run(["bash", "-c", ...])` in the snapshot, with
       the session's variables, PYTHONPATH the snapshot): the medians, their
@@ -33,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reward.execution import sandbox  # noqa: E402
+from reward.execution import sandbox, workspace  # noqa: E402
 from reward.execution.environments import Environment, Environments, EnvSpec  # noqa: E402
 from reward.execution.sandbox import NOBODY  # noqa: E402
 from reward.execution.workspace import Session  # noqa: E402
@@ -58,11 +60,29 @@ def _snapshot(root: Path) -> Path:
 
 
 def _starts(snapshot: Path, env: Environment, n: int) -> dict[str, float]:
-    def start_close() -> None:
-        Session(snapshot, env).close()
+    def starts(keep: int) -> tuple[float, float]:
+        workspace.SPARES.resize(keep)
+        opened, closed = [], []
+        for _ in range(n):
+            time.sleep(0.1)
+            begin = time.perf_counter()
+            session = Session(snapshot, env)
+            opened.append(time.perf_counter() - begin)
+            begin = time.perf_counter()
+            session.close()
+            closed.append(time.perf_counter() - begin)
+        return round(statistics.median(opened) * 1000, 2), round(statistics.median(closed) * 1000, 2)
 
+    cold, cold_close = starts(0)
+    warm, warm_close = starts(2)
     one_shot = _median_ms(lambda: sandbox.run(["true"], snapshot=snapshot, ro_paths=env.ro_paths, env=env.variables), n)
-    return {"session_start_ms": _median_ms(start_close, n), "sandbox_run_true_ms": one_shot}
+    return {
+        "session_start_ms": warm,
+        "session_start_cold_ms": cold,
+        "session_close_ms": warm_close,
+        "session_close_cold_ms": cold_close,
+        "sandbox_run_true_ms": one_shot,
+    }
 
 
 def _commands(snapshot: Path, env: Environment, n: int) -> dict[str, dict[str, float]]:

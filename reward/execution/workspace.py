@@ -177,6 +177,13 @@ class _Spares:
             elif spare is not None:
                 self._ready.append(spare)
 
+    def resize(self, keep: int) -> None:
+        """Keep `keep` from now on (0: every session starts cold, as bench/workspace.py measures)."""
+        with self._lock:
+            self.keep, extra, self._ready = keep, self._ready[keep:], self._ready[:keep]
+        for spare in extra:
+            spare.discard()
+
     def close(self) -> None:
         with self._lock:
             self._closed, ready, self._ready = True, self._ready, []
@@ -186,8 +193,8 @@ class _Spares:
 
 # Two spares: a step's episodes start their sessions together and the first two start warm; an
 # idle spare is one waiting interpreter (a few MB) and its namespaces.
-_SPARES = _Spares(keep=2)
-atexit.register(_SPARES.close)
+SPARES = _Spares(keep=2)
+atexit.register(SPARES.close)
 
 
 class Session:
@@ -221,7 +228,7 @@ class Session:
         )
         spec["report_fd"] = -1
         self._stopped = False
-        spare = _SPARES.take()
+        spare = SPARES.take()
         if spare is not None:
             self._adopt(spare, spec)
         else:

@@ -150,9 +150,9 @@ def test_a_session_starts_on_a_spare_pid_1_and_is_the_same_sandbox(tmp_path, ses
     from reward.execution import workspace
 
     (tmp_path / "secret").write_text("host only")
-    spare = _wait_for_a_spare(workspace._SPARES)  # the fixture's session took or left one
+    spare = _wait_for_a_spare(workspace.SPARES)  # the fixture's session took or left one
     with Session(session.snapshot, session.env, limits=session.limits) as warm:
-        assert warm._proc is spare.proc and spare not in workspace._SPARES._ready
+        assert warm._proc is spare.proc and spare not in workspace.SPARES._ready
         out = warm.run(f"id -u; head -1 pkg/mod.py; cat {tmp_path}/secret; ls -d /proc/[0-9]* | wc -l", 10, 4000)
         lines = out.output.splitlines()
         assert lines[:2] == [str(NOBODY), "def f():"] and "host only" not in out.output
