@@ -133,6 +133,14 @@ class Episode:
         return out
 
 
+def time_split(turns: list[dict[str, Any]]) -> tuple[float, float]:
+    """(generation, commands): an episode's seconds waiting for its turns to be answered, and
+    its commands' seconds, from its record's turns (Episode.to_json)."""
+    generation = sum(float(t["seconds"]) - float(t.get("action_s", 0.0)) for t in turns)
+    commands = sum(float(t.get("action_s", 0.0)) for t in turns if t["kind"] == "bash")
+    return generation, commands
+
+
 def system_prompt(cfg: AgentConfig) -> str:
     """The instructions the policy sees first: the three actions and the limits it acts under."""
     return f"""You are fixing an issue in a software repository. You work in a copy of it, one

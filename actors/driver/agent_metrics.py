@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from actors.agent.episode import time_split
 from actors.driver.generation import Group
 
 ACTIONS = ("bash", "edit", "submit", "invalid")
@@ -21,9 +22,7 @@ def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
     if not episodes:
         return {}
     turns = [len(c.episode.get("turns", [])) for c in episodes if c.episode is not None]
-    every_turn = [t for c in episodes if c.episode is not None for t in c.episode.get("turns", [])]
-    generation_s = sum(float(t["seconds"]) - float(t.get("action_s", 0.0)) for t in every_turn)
-    command_s = sum(float(t.get("action_s", 0.0)) for t in every_turn if t["kind"] == "bash")
+    split = [time_split(c.episode.get("turns", [])) for c in episodes if c.episode is not None]
     actions = Counter(t["kind"] for c in episodes if c.episode is not None for t in c.episode.get("turns", []))
     ended = Counter(c.finish_reason for c in episodes)
     engines = [c.episode["engine"] for c in episodes if c.episode and "engine" in c.episode]
@@ -34,8 +33,8 @@ def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
         "agent_turns_max": float(max(turns)),
         "agent_format_errors": float(sum(c.episode.get("format_errors", 0) for c in episodes if c.episode)),
         "agent_command_timeouts": float(sum(c.episode.get("command_timeouts", 0) for c in episodes if c.episode)),
-        "agent_generation_s": generation_s / len(episodes),
-        "agent_command_s": command_s / len(episodes),
+        "agent_generation_s": sum(g for g, _ in split) / len(split),
+        "agent_command_s": sum(c for _, c in split) / len(split),
         "agent_engine_busy_fraction": sum(busy) / len(busy) if busy else 0.0,
         "agent_prefix_cache_hit_rate": sum(hits) / len(hits) if hits else 0.0,
     }

@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from actors.agent.episode import task_messages
+from actors.agent.episode import task_messages, time_split
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
 from actors.rollout.actor import EpisodeTask, GenerationRequest, request_seed
@@ -122,6 +122,8 @@ def _episode_stats(episodes: list[dict[str, Any]]) -> dict[str, Any]:
     commands = [int(e.get("commands", 0)) for e in episodes]
     ended = Counter("infra" if e.get("infra_error") else e.get("ended_by", "infra") for e in episodes)
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+    split = [time_split(e.get("turns", [])) for e in episodes]
+    busy = [float(e["engine"]["busy_fraction"]) for e in episodes if "engine" in e]
     return {
         "turns_mean": mean(turns),
         "turns_max": max(turns, default=0),
@@ -130,6 +132,10 @@ def _episode_stats(episodes: list[dict[str, Any]]) -> dict[str, Any]:
         "format_errors": sum(int(e.get("format_errors", 0)) for e in episodes),
         "command_timeouts": sum(int(e.get("command_timeouts", 0)) for e in episodes),
         "ended_by": dict(sorted(ended.items())),
+        # Where an episode's time went (means): waiting for its turns, its commands running.
+        "generation_s_mean": round(mean([g for g, _ in split]), 3),
+        "command_s_mean": round(mean([c for _, c in split]), 3),
+        "engine_busy_fraction": round(mean(busy), 3),
     }
 
 

@@ -39,6 +39,9 @@ def test_the_tiny_model_as_an_agent_writes_episodes_predictions_and_a_summary(ti
     # A random model writes no action: both episodes run out of turns, their patches empty.
     assert summary["episodes"]["ended_by"] == {"max_turns": 2} and summary["episodes"]["turns_max"] == 2
     assert summary["episodes"]["format_errors"] == 4 and summary["engines"]["where"] == "in-process"
+    # No command ran: the episodes' time was the engine's, which was busy while they waited.
+    assert summary["episodes"]["command_s_mean"] == 0.0 and summary["episodes"]["generation_s_mean"] > 0.0
+    assert 0.0 < summary["episodes"]["engine_busy_fraction"] <= 1.0
     assert set(summary["seconds"]) == {"engine_start", "generate", "tests", "total"}
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert [len(e["turns"]) for e in episodes] == [2, 2] and all(
