@@ -10,6 +10,13 @@ cap, and every process it left is killed when it ends (no shell state, no backgr
 outlives a command: mini-swe-agent's design). Closing the session (or losing its host process)
 ends PID 1 and, with it, everything in the namespace.
 
+Most of a cold start is not the sandbox's work but unshare's and PID 1's interpreter starting
+(its imports alone ~40 ms here). So a process keeps two spare PID 1s (`SPARES`): started ahead,
+in namespaces of their own, their modules loaded, each waiting on a pipe for a spec's path. A
+session takes one, writes its spec and sends the path; PID 1 then joins the session's cgroups,
+builds its root and answers, as a cold one does. Nothing of a session reaches a spare before
+it is taken (no cgroup, mount, file or command), and one spare serves one session.
+
 Protocol (PID 1's side: workspace_inside.py): one JSON request per line on a pipe only PID 1
 reads; one length-prefixed JSON answer per request on a pipe only PID 1 writes. The commands
 never hold either. What comes back is hostile text: bounded (`answer_bytes`), decoded here.
