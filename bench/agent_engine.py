@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 import tempfile
 import time
@@ -39,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from actors.agent.episode import Message, run_episode, task_messages  # noqa: E402
 from actors.agent.rollout import EnginePolicy, Sample, TurnEngine, TurnRequest, TurnServer  # noqa: E402
 from actors.agent.tokens import EpisodeTokens, Template  # noqa: E402
-from actors.rollout.actor import EngineTurns, RolloutWorker  # noqa: E402
+from actors.rollout.actor import EngineTurns, RolloutWorker, engine_env  # noqa: E402
 from conf.config import AgentConfig, ExecutionConfig, ModelConfig, engine_config  # noqa: E402
 from conf.runtime import Runtime  # noqa: E402
 from data.loader import read_instances  # noqa: E402
@@ -93,6 +94,9 @@ def _script(instance: Any, turns: int) -> list[str]:
 
 
 def _measure(worker: RolloutWorker, runner: Runner, instance: Any, n: int, args: Any, drain: bool) -> dict[str, Any]:
+    # Both ways run the same episodes (same seeds, same prompts): the second would find the
+    # first's turns in the prefix cache. Each starts with an empty cache.
+    worker.llm.reset_prefix_cache()
     tokenizer = worker.llm.get_tokenizer()
     template = Template.of(tokenizer)
     engine: TurnEngine = EngineTurns(worker)
@@ -147,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         kv_cache_gib=2,
         max_prompts_per_call=64,
     )
+    os.environ.update(engine_env(rollout, "cpu", verbose=False))  # the rollout actor's threads
     worker = RolloutWorker(rollout, Runtime(model, "float32", 0, "cpu", timeout_s=600), "bench", seed=0)
     out: dict[str, Any] = {"model": args.model, "turns": args.turns, "max_new_tokens": args.max_new_tokens}
     try:
