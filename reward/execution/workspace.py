@@ -147,7 +147,7 @@ class _Spare:
 class _Spares:
     """Up to `keep` spare PID 1s of this process, refilled in the background as sessions take
     them: a session that finds one waits only for its root's mounts and PID 1's first answer
-    (~30 ms of a cold ~85 ms here: bench/workspace.py). The first session of a process starts
+    (~22 ms against ~102 ms cold here: bench/workspace.py). The first session of a process starts
     cold and the pool fills after it; episodes started together beyond `keep` start cold too."""
 
     def __init__(self, keep: int) -> None:
