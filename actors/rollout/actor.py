@@ -355,9 +355,17 @@ class EngineTurns:
         self._ids[request_id] = key
 
     def step(self) -> list[tuple[int, Sample]]:
+        try:
+            outputs = self.engine.step()
+        except Exception:
+            # The server fails every turn in the engine; none of them may linger there and be
+            # stepped along with the next chunk's turns.
+            self.engine.abort_request(list(self._ids))
+            self._ids.clear()
+            raise
         done = []
-        for out in self.engine.step():
-            if not out.finished:
+        for out in outputs:
+            if not out.finished or out.request_id not in self._ids:
                 continue
             c = self.worker._completion(out.outputs[0])
             self.tokens += len(c.token_ids)
