@@ -48,12 +48,14 @@ class CountingEngine:
 
 
 def test_a_turn_joins_the_engine_while_another_is_generated():
-    engine = CountingEngine()
+    # Steps of 10 ms: the engine's time dominates the server's own between steps, however
+    # loaded the machine is, so the busy fraction below says what it measures.
+    engine = CountingEngine(step_s=0.01)
     server = TurnServer(engine)
     seen: dict[str, float] = {}
 
-    def long_turn() -> str:  # 300 steps: at least 0.6 s
-        answer = server.ask(TurnRequest([1, 2, 3], max_tokens=300, seed=1))
+    def long_turn() -> str:  # 100 steps: at least 1 s
+        answer = server.ask(TurnRequest([1, 2, 3], max_tokens=100, seed=1))
         seen["long"] = time.monotonic()
         return answer.text
 
@@ -65,11 +67,11 @@ def test_a_turn_joins_the_engine_while_another_is_generated():
 
     assert server.run([long_turn, command_then_short_turn]) == ["answer 1", "answer 2"]
     # The short turn was added mid-way through the long one and done 5 steps later; a server
-    # that waited for the batch to drain would have added it after step 300.
+    # that waited for the batch to drain would have added it after step 100.
     assert 0 < engine.added[2] < engine.finished[1] and engine.finished[2] == engine.added[2] + 5
     assert seen["short"] < seen["long"]
-    assert max(engine.in_step) == 2 and server.stats.steps == 300 and server.stats.requests == 2
-    assert 1.0 < server.stats.mean_batch < 1.1  # 2 requests in 5 of the 300 steps
+    assert max(engine.in_step) == 2 and server.stats.steps == 100 and server.stats.requests == 2
+    assert 1.0 < server.stats.mean_batch < 1.1  # 2 requests in 5 of the 100 steps
     assert 0.5 < server.stats.busy_fraction <= 1.0  # idle only before the first request arrived
 
 
