@@ -99,7 +99,7 @@ def _measure(worker: RolloutWorker, runner: Runner, instance: Any, n: int, args:
     worker.llm.reset_prefix_cache()
     tokenizer = worker.llm.get_tokenizer()
     template = Template.of(tokenizer)
-    engine: TurnEngine = EngineTurns(worker)
+    engine = EngineTurns(worker)
     server = TurnServer(DrainEngine(engine) if drain else engine)
     cfg = AgentConfig(max_turns=args.turns, max_tokens=args.max_model_len)
     script = _script(instance, args.turns)
@@ -127,7 +127,7 @@ def _measure(worker: RolloutWorker, runner: Runner, instance: Any, n: int, args:
         "busy_fraction": round(stats.busy_fraction, 3),
         "mean_batch": round(stats.mean_batch, 2),
         "turns_per_s": round(sum(results) / wall, 2),
-        "tokens": engine.tokens if isinstance(engine, EngineTurns) else 0,
+        "tokens": engine.tokens,
     }
 
 
