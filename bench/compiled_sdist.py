@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import sys
@@ -28,9 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from data.swebench_exec import environment, load_specs, spec_for  # noqa: E402
-from reward.execution import sandbox  # noqa: E402
+from reward.execution import identity, sandbox  # noqa: E402
 from reward.execution.environments import Environments  # noqa: E402
-from reward.execution.sandbox import NOBODY  # noqa: E402
 
 CACHE = ROOT / ".cache" / "sdists"
 
@@ -57,7 +55,7 @@ def sdist(package: str, version: str) -> Path:
     top.rename(tree)
     tmp.rmdir()
     for path in [tree, *tree.rglob("*")]:  # as snapshots.py leaves a snapshot
-        os.lchown(path, NOBODY, NOBODY)
+        identity.give(path)
     return tree
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -35,9 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reward.execution import sandbox, workspace  # noqa: E402
+from reward.execution import identity, sandbox, workspace  # noqa: E402
 from reward.execution.environments import Environment, Environments, EnvSpec  # noqa: E402
-from reward.execution.sandbox import NOBODY  # noqa: E402
 from reward.execution.workspace import Session  # noqa: E402
 
 
@@ -55,7 +53,7 @@ def _snapshot(root: Path) -> Path:
     (snapshot / "pkg").mkdir(parents=True)
     (snapshot / "pkg" / "mod.py").write_text("def f():\n    return 1\n" * 50)
     for path in [snapshot, *snapshot.rglob("*")]:
-        os.lchown(path, NOBODY, NOBODY)
+        identity.give(path)
     return snapshot
 
 

@@ -106,9 +106,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from conf.io import locked
-from reward.execution import declared, sandbox
+from reward.execution import declared, identity, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
-from reward.execution.sandbox import NOBODY
 
 log = logging.getLogger(__name__)
 
@@ -454,7 +453,7 @@ class Environments:
     def _sandboxed_pip(self, python: str, spec: EnvSpec, snapshot: Path, venv: Path, out: Path) -> tuple[str, ...]:
         """The venv's pip builds and installs the snapshot into `out`, in the sandbox; returns
         the read-only paths it ran with."""
-        os.chown(out, NOBODY, NOBODY)
+        identity.give(out)
         own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
         pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
         ro = (str(venv), _base_prefix(python))

@@ -6,7 +6,9 @@ path from that descriptor once it has its session: `spare` below), as root, in f
 PID, network, IPC and UTS namespaces (the mount namespace's propagation is private: none of
 these mounts reaches the host). Standard library only (and
 data/paths.py, loaded by its path), and nothing here runs code from the sandboxed repository:
-this process stays root, only the command it starts is nobody.
+this process keeps its privileges, only the command it starts is nobody. Run rootless
+(identity.py), it is nobody too, holding the user namespace's capabilities; it then makes
+itself non-dumpable, and the command drops every capability and sets no_new_privs.
 
     1. join the run's cgroups (memory, pids), so that every process started later counts;
        with `loopback` (or `servers`), bring the network namespace's own loopback up; with
@@ -40,6 +42,7 @@ import importlib.util
 import json
 import os
 import resource
+import signal
 import socket
 import struct
 import subprocess
@@ -59,9 +62,24 @@ _PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 _SERVER_LOG_TAIL = 2000  # bytes of a failed server's output in the reason
 
 
+# prctl(2) options (linux/prctl.h) and capset(2)'s header version (linux/capability.h).
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 4, 24, 38, 47, 4
+_CAP_VERSION_3 = 0x20080522
+try:  # read while the host's /proc is still in view
+    _LAST_CAP = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+except (OSError, ValueError):
+    _LAST_CAP = 63  # dropping a capability the kernel does not know fails: stop there (below)
+
 # mount(2) flags (linux/mount.h).
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
+# statvfs(3)'s f_flag bit -> the mount(2) flag of the same meaning.
+_STATVFS_KEPT = (
+    (os.ST_NOEXEC, MS_NOEXEC),
+    (os.ST_NOATIME, MS_NOATIME),
+    (os.ST_NODIRATIME, MS_NODIRATIME),
+    (os.ST_RELATIME, MS_RELATIME),
+)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -82,7 +100,14 @@ def _bind(source: str, target: Path, writable: bool = False) -> None:
         target.touch()
     _mount(source, target, None, MS_BIND)
     if not writable:  # a bind mount takes its own flags only when remounted
-        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | _kept(target))
+
+
+def _kept(target: Path) -> int:
+    """The flags a remount must keep: in a user namespace the kernel locks a host mount's
+    noexec and atime flags (a remount that would change them fails with EPERM)."""
+    have = os.statvfs(target).f_flag
+    return sum(flag for st, flag in _STATVFS_KEPT if have & st)
 
 
 def _tmpfs(target: Path, size_mb: int, mode: str = "1777") -> None:
@@ -156,7 +181,7 @@ def hosts_file(root: Path, scratch: Path, servers: list[dict]) -> None:
     made.write_text(f"127.0.0.1\t{names}\n{target.read_text(errors='replace')}")
     made.chmod(0o644)
     _mount(str(made), target, None, MS_BIND)  # the mount point exists: /etc is read-only
-    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | _kept(target))
 
 
 def start_servers(servers: list[dict], logs: list, spec: dict) -> str | None:
@@ -228,18 +253,43 @@ def _limit(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def _prctl(option: int, arg: int = 0) -> int:
+    return int(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)))
+
+
+def drop_privileges(rootless: bool) -> None:
+    """In the command's child, after its uid is set and before it executes: no capability left
+    and none to gain. As root, the change of uid to nobody already cleared every capability;
+    rootless, the uid does not change (PID 1 is nobody too, with the namespace's capabilities
+    as ambient ones), so the ambient, bounding and inheritable sets are emptied here: a
+    failure raises, and the command does not start."""
+    if _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL) != 0:
+        raise OSError(ctypes.get_errno(), "cannot clear the ambient capabilities")
+    if rootless:
+        for cap in range(_LAST_CAP + 1):
+            if _prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() != 22:  # EINVAL: past the last
+                raise OSError(ctypes.get_errno(), f"cannot drop capability {cap} from the bounding set")
+        header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+        data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits, all 0
+        if _libc.capset(header, data) != 0:
+            raise OSError(ctypes.get_errno(), "cannot clear the capability sets")
+    if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
+        raise OSError(ctypes.get_errno(), "cannot set no_new_privs")
+
+
 def as_nobody(argv: list[str], spec: dict, *, env: dict, cwd: str, **popen: Any) -> subprocess.Popen:
-    """Start `argv` as the sandbox's user: uid/gid 65534, no groups, the run's rlimits (the
-    command, the servers, and a session's commands: workspace_inside.py)."""
+    """Start `argv` as the sandbox's user: uid/gid 65534, no capabilities, no_new_privs, the
+    run's rlimits (the command, the servers, and a session's commands: workspace_inside.py).
+    As root it has no groups either; rootless, the user namespace denies setgroups(2), and the
+    host user's groups stay (they open only what the new root shows: read-only system files)."""
+
+    def child() -> None:
+        _limit(spec["limits"])
+        drop_privileges(spec["rootless"])
+
+    groups: dict[str, Any] = {} if spec["rootless"] else {"extra_groups": []}
     return subprocess.Popen(
-        argv,
-        env=env,
-        cwd=cwd,
-        user=spec["uid"],
-        group=spec["uid"],
-        extra_groups=[],
-        preexec_fn=lambda: _limit(spec["limits"]),
-        **popen,
+        argv, env=env, cwd=cwd, user=spec["uid"], group=spec["uid"], preexec_fn=child, **groups, **popen
     )
 
 
@@ -275,6 +325,11 @@ def _send(fd: int, data: bytes) -> None:
 
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
+    # PID 1 of a PID namespace gets from inside it only the signals it handles: with Python's
+    # SIGINT handler gone, nothing the command sends ends it early.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if spec["rootless"]:  # the command is the same user: /proc/1's files and ptrace become root's only
+        _prctl(PR_SET_DUMPABLE, 0)
     for procs in spec["cgroups"]:  # "0": this process; every child inherits the cgroups
         Path(procs).write_text("0")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)

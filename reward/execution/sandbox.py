@@ -24,8 +24,10 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 command's processes do not inherit); PID 1 reads at most `report_bytes` and
                 sends them after the command ended: the host reads bytes from a pipe, never a
                 file or a link the sandbox made.
-    identity    uid and gid 65534 (nobody), no supplementary groups: no root, so file modes
-                hold and the process limit below applies.
+    identity    uid and gid 65534 (nobody), no capabilities, `no_new_privs`: as root, nobody
+                with no supplementary groups; as any other user, the same id in a user
+                namespace of the sandbox's own (identity.py): file modes hold and the process
+                limit below applies.
     network     a network namespace with only a loopback interface that is down: no socket
                 reaches the host's services, its 127.0.0.1 included, or anything else. With
                 `loopback=True` (an environment's `network: "loopback"`) that interface is up:
@@ -42,7 +44,10 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
     processes   its own PID namespace: when the command exits, every process it started
                 (a daemonised child too) is killed with the namespace. A cgroup caps the number
                 of processes (`pids`) and the memory (`memory_mb`; the kernel's OOM killer ends
-                the cgroup's largest process); rlimits cap CPU seconds, file size and open files.
+                the cgroup's largest process) on cgroup v1, v2 or hybrid hosts (cgroups.py): a
+                cap that cannot be set refuses the run, or with the `best_effort` policy runs
+                it uncapped and says so (`uncapped`); rlimits cap CPU seconds, file size and
+                open files.
     time        a wall-clock limit: past it the namespace is killed (from the host side, which
                 the code inside cannot reach) and the result says "timeout".
     output      stdout and stderr are read by the host and kept up to `output_bytes` each; a
@@ -51,14 +56,13 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
 How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
 `python -I -S reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
 builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
-chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself stays root). Root is
-needed (as on the machines this runs on: the trainer's nodes and CI); `available()` says why
-not where it is not.
+chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself keeps its privileges).
+As root that is all; as any other user the namespaces are made inside a user namespace first
+(identity.py), where the host allows one: `available()` says why not where it does not.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -69,7 +73,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -77,11 +80,8 @@ from typing import Any
 
 from data import paths
 from data.paths import repo_path
-
-# The unprivileged identity sandboxed code runs as.
-NOBODY = 65534
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
-_CGROUP_PARENT = "swe_rl_sandbox"
+from reward.execution import cgroups, identity
+from reward.execution.identity import NOBODY
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,7 @@ class SandboxResult:
     stderr: str
     report: bytes | None = b""  # what it wrote to $SWE_RL_REPORT_FD; None: over report_bytes
     failed_server: str | None = None  # why a Server did not come up (the command never ran)
+    uncapped: bool = False  # ran without its memory and pids caps (the best_effort policy)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -131,51 +132,11 @@ def available() -> str | None:
     """None when the sandbox can run here, else why not."""
     if sys.platform != "linux":
         return "the sandbox needs Linux namespaces"
-    if os.geteuid() != 0:
-        return "the sandbox needs root (mount and PID namespaces, cgroups, dropping to nobody)"
     if shutil.which("unshare") is None:
         return "util-linux's `unshare` is not installed"
+    if identity.rootless() and (why := identity.forbidden()) is not None:
+        return f"the sandbox runs rootless as uid {os.geteuid()}, but {why}"
     return None
-
-
-def _cgroups(limits: Limits) -> list[Path]:
-    """A memory and a pids cgroup for one run (cgroup v1), or none where they cannot be made."""
-    made = []
-    name = f"{_CGROUP_PARENT}/{uuid.uuid4().hex[:12]}"
-    for controller, settings in (
-        ("memory", {"memory.limit_in_bytes": limits.memory_mb << 20}),
-        ("pids", {"pids.max": limits.pids}),
-    ):
-        path = _CGROUP_ROOT / controller / name
-        try:
-            path.mkdir(parents=True)
-            for key, value in settings.items():
-                (path / key).write_text(str(value))
-        except OSError:
-            continue
-        made.append(path)
-    return made
-
-
-def remove_cgroups(paths: list[Path]) -> bool:
-    """Kill whatever is left in the run's cgroups and remove them; True if the OOM killer ran."""
-    oom = False
-    for path in paths:
-        for _ in range(50):
-            procs = (path / "cgroup.procs").read_text().split() if path.exists() else []
-            for pid in procs:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            if not procs:
-                break
-            time.sleep(0.02)
-        control = path / "memory.oom_control"
-        if control.exists():  # "oom_kill N": processes the OOM killer ended in this cgroup
-            kills = [line.split()[1] for line in control.read_text().splitlines() if line.startswith("oom_kill ")]
-            oom = oom or (bool(kills) and kills[0] != "0")
-        with contextlib.suppress(OSError):
-            path.rmdir()
-    return oom
 
 
 def prepare(
@@ -190,18 +151,22 @@ def prepare(
     rw_paths: Sequence[str | Path],
     servers: Sequence[Server],
     layers: Sequence[str | Path],
-) -> tuple[Path, list[Path], dict[str, Any], list[str]]:
-    """What run() and a Session (session.py) share: the scratch folder (mode 0700), the run's
+) -> tuple[Path, cgroups.RunCgroup, dict[str, Any], list[str]]:
+    """What run() and a Session (workspace.py) share: the scratch folder (mode 0700), the run's
     cgroups, PID 1's spec (written by the caller once it adds its descriptors) and the command
-    that starts PID 1 in its namespaces. The caller removes the cgroups and the scratch folder."""
+    that starts PID 1 in its namespaces. The caller ends the cgroups and removes the scratch
+    folder. Raises SandboxUnavailable, also where a cap cannot be set (cgroups.py)."""
     why = available()
     if why is not None:
         raise SandboxUnavailable(why)
     for rel in changes or {}:
         repo_path(rel)  # UnsafePath: the caller let a path through that names no repository file
+    try:  # before any file: a refusal leaves nothing behind
+        run_cgroup = cgroups.make(limits.memory_mb, limits.pids)
+    except (cgroups.CapsUnavailable, cgroups.PolicyError) as exc:
+        raise SandboxUnavailable(str(exc)) from None
     scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
     (scratch / "root").mkdir()
-    cgroups = _cgroups(limits)
     spec = {
         "argv": list(argv),
         "env": dict(env or {}),
@@ -215,19 +180,21 @@ def prepare(
         "scratch": str(scratch),
         "workdir": workdir,
         "limits": asdict(limits),
-        "cgroups": [str(p / "cgroup.procs") for p in cgroups],
+        "cgroups": run_cgroup.procs(),
         "uid": NOBODY,
+        "rootless": identity.rootless(),
         "loopback": loopback or bool(servers),
         "servers": [{**asdict(server), "env": dict(server.env)} for server in servers],
     }
     os.chmod(scratch, 0o700)
-    return scratch, cgroups, spec, pid1_command(str(scratch / "spec.json"))
+    return scratch, run_cgroup, spec, pid1_command(str(scratch / "spec.json"))
 
 
 def pid1_command(*args: str) -> list[str]:
     """The command that starts PID 1 (inside.py, given `args`) in fresh namespaces."""
     return [
         "unshare",
+        *identity.unshare_flags(),  # rootless: the user namespace first, the others inside it
         "--mount",
         "--pid",
         "--net",
@@ -267,7 +234,7 @@ def run(
     environment build's output). `env` is the whole environment of the command; `servers`
     run beside it on the sandbox's own loopback (Server). `layers` are folders laid read-only
     over the snapshot, the first topmost (an environment's build products: compiled modules)."""
-    scratch, cgroups, spec, cmd = prepare(
+    scratch, run_cgroup, spec, cmd = prepare(
         argv, snapshot, changes, ro_paths, env, limits, workdir, loopback, rw_paths, servers, layers
     )
     report_read, report_write = os.pipe()
@@ -289,15 +256,17 @@ def run(
         os.close(report_write)  # PID 1 holds the only copy now: EOF when it is gone
     with open(report_read, "rb", buffering=0) as report_pipe:
         out, err, relayed, killed = _collect(proc, report_pipe, limits, start)
-    oom = remove_cgroups(cgroups)
+    oom = run_cgroup.end()
     shutil.rmtree(scratch, ignore_errors=True)
     if killed is None and oom:
         killed = "memory"
     code = None if killed in ("timeout", "output") else proc.returncode
     seconds = round(time.monotonic() - start, 3)
+    uncapped = run_cgroup.uncapped is not None
     if relayed[:1] == b"S":
-        return SandboxResult(code, killed, seconds, out, err, b"", relayed[1:].decode("utf-8", "replace"))
-    return SandboxResult(code, killed, seconds, out, err, _report(relayed, limits))
+        failed = relayed[1:].decode("utf-8", "replace")
+        return SandboxResult(code, killed, seconds, out, err, b"", failed, uncapped)
+    return SandboxResult(code, killed, seconds, out, err, _report(relayed, limits), uncapped=uncapped)
 
 
 def _report(relayed: bytes, limits: Limits) -> bytes | None:

@@ -30,8 +30,8 @@ from conf.io import locked
 from data.git.repo import parse_clone
 from data.patching import created_files
 from data.schema import Instance
+from reward.execution import identity
 from reward.execution.environments import EnvSpec
-from reward.execution.sandbox import NOBODY
 
 
 class SnapshotUnavailable(RuntimeError):
@@ -94,7 +94,7 @@ class Snapshots:
                 tmp.mkdir(parents=True)
                 make(tmp)  # type: ignore[operator]
                 for path in [tmp, *tmp.rglob("*")]:
-                    os.lchown(path, NOBODY, NOBODY)
+                    identity.give(path)
                 os.replace(tmp, target)
         return target
 

@@ -234,6 +234,7 @@ class Session:
             env.layers,
         )
         spec["report_fd"] = -1
+        self.uncapped = self._cgroups.uncapped is not None  # the best_effort policy ran it without caps
         self._stopped = False
         spare = SPARES.take()
         if spare is not None:
@@ -451,5 +452,5 @@ class Session:
         self._cleanup()
 
     def _cleanup(self) -> None:
-        sandbox.remove_cgroups(self._cgroups)
+        self._cgroups.end()
         shutil.rmtree(self._scratch, ignore_errors=True)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from reward.execution import sandbox
+from reward.execution import identity, sandbox
 from reward.execution.environments import EnvironmentFailed, Environments, EnvSpec
-from reward.execution.sandbox import NOBODY
 
 
 @functools.cache
@@ -63,7 +61,7 @@ def _snapshot(tmp_path: Path, requires: list[str]) -> tuple[Path, Path]:
     (snapshot / "widget" / "__init__.py").write_text("WHERE = 'snapshot'\n")
     (snapshot / "setup.py").write_text(SETUP_PY.format(marker=str(marker), requires=requires))
     for path in [snapshot, *snapshot.rglob("*")]:  # as snapshots.py leaves a snapshot
-        os.lchown(path, NOBODY, NOBODY)
+        identity.give(path)
     return snapshot, marker
 
 
@@ -216,7 +214,7 @@ def _compiled_snapshot(tmp_path: Path, name: str, value: int) -> Path:
     (snapshot / "setup.py").write_text(EXT_SETUP_PY)
     (snapshot / "widget" / "_speed.c").write_text(EXT_C.format(value=value))
     for path in [snapshot, *snapshot.rglob("*")]:
-        os.lchown(path, NOBODY, NOBODY)
+        identity.give(path)
     return snapshot
 
 

@@ -4,7 +4,6 @@ command does is contained and the next command of the same session still works."
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from data.patching import apply_patch
-from reward.execution import sandbox
+from reward.execution import identity, sandbox
 from reward.execution.environments import Environments, EnvSpec
 from reward.execution.sandbox import NOBODY
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
@@ -29,7 +28,7 @@ def session(tmp_path):
         (snapshot / rel).parent.mkdir(parents=True, exist_ok=True)
         (snapshot / rel).write_text(text)
     for path in [snapshot, *snapshot.rglob("*")]:  # as snapshots.py leaves one
-        os.lchown(path, NOBODY, NOBODY)
+        identity.give(path)
     env = Environments(tmp_path / "envs").ensure(EnvSpec())
     limits = SessionLimits(sandbox.Limits(pids=64, file_mb=8, memory_mb=512))
     with Session(snapshot, env, limits=limits) as live:
