@@ -156,6 +156,13 @@ class ExecutionConfig:
     output_kb: int = 1024
     # Seconds one environment build may take before it is counted as failed.
     build_timeout_s: float = 1800.0
+    # Where a test run's memory or pids cap cannot be set (reward/execution/cgroups.py):
+    # "enforce" refuses the run with one line naming the cap and the fix; "best_effort" runs it
+    # uncapped, warned and counted (test_uncapped). "" = the runners' SWE_RL_LIMITS, else enforce.
+    limits: str = ""
+    # The cgroup under which each run's cgroup is made, from the hierarchy's root: one delegated
+    # to the user Ray runs as (e.g. "/ray", docs/cluster.md). "" = SWE_RL_CGROUP_ROOT, else the root.
+    cgroup_root: str = ""
 
 
 @dataclass
@@ -397,6 +404,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "learner.overlong": ("none", "filter", "soft"),
     "trainer.mode": ("sync", "async"),
     "rollout.mode": ("single", "agent"),
+    "reward.execution.limits": ("", "enforce", "best_effort"),
 }
 
 

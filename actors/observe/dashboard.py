@@ -110,11 +110,12 @@ PANELS: tuple[Panel, ...] = (
         "short",
         (
             *("reward_timeouts", "reward_lost_jobs", "test_runs", "test_timeouts", "env_builds", "test_lost_jobs"),
-            *("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files"),
+            *("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files", "test_uncapped"),
         ),
         "cumulative counters; test_* with reward kinds that run tests; test_tampered, test_bad_reports, "
         "test_unsafe_paths, test_guarded_files count hostile patches (docs/security.md): a policy "
-        "learning to forge its verdict shows there first",
+        "learning to forge its verdict shows there first; test_uncapped counts runs without memory "
+        "and pids caps (reward.execution.limits=best_effort): above 0, a fork bomb reaches the node",
     ),
     Panel(
         "Agent episodes",

@@ -31,7 +31,7 @@ EXPORTED: tuple[str, ...] = (
     *("queue_depth", "prompts_too_long", "gen_tokens_per_s", "sync_mb_per_s"),
     *("reward_timeouts", "reward_actor_restarts", "reward_lost_jobs", "resolve_rate", "tests_s"),
     *("test_runs", "test_timeouts", "env_builds", "test_runner_restarts", "test_lost_jobs"),
-    *("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files"),
+    *("test_tampered", "test_bad_reports", "test_unsafe_paths", "test_guarded_files", "test_uncapped"),
     *("params_changed", "sync_probe_diff_before", "sync_probe_diff_after"),
     *("agent_turns_mean", "agent_turns_max", "agent_format_errors", "agent_command_timeouts"),
     *("agent_engine_busy_fraction", "agent_actions_bash", "agent_actions_edit", "agent_actions_submit"),

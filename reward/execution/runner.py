@@ -59,7 +59,7 @@ from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import sandbox, services
+from reward.execution import cgroups, sandbox, services
 from reward.execution.environments import (
     Environment,
     EnvironmentFailed,
@@ -117,6 +117,7 @@ class TestRun:
     log: str = ""  # the end of pytest's output
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
     guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (guard.py)
+    uncapped: bool = False  # ran without its memory and pids caps (SWE_RL_LIMITS=best_effort)
 
 
 def test_files(test_patch: str | None) -> list[str]:
@@ -172,6 +173,11 @@ class Runner:
 
     def __init__(self, cfg: ExecutionConfig) -> None:
         self.cfg, self.limits = cfg, limits(cfg)
+        # The sandbox reads its cap policy from the process environment (cgroups.py), as the
+        # commands that take no config do: a runner's process takes its config's settings.
+        for variable, value in ((cgroups.LIMITS_ENV, cfg.limits), (cgroups.ROOT_ENV, cfg.cgroup_root)):
+            if value:
+                os.environ[variable] = value
         cache = Path(cfg.cache_dir).expanduser().resolve()
         self.envs = Environments(cache / "envs", cfg.build_timeout_s)
         self.snapshots = Snapshots(cache / "snapshots", cfg.repos)
@@ -263,6 +269,7 @@ class Runner:
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
+        done["uncapped"] = result.uncapped
         return self._verdict(job, result, canaries, env.ro_paths, own_tests, done)
 
     @staticmethod
