@@ -140,7 +140,10 @@ def build_root(spec: dict, paths: ModuleType) -> Path:
     work = root / spec["workdir"].lstrip("/")
     work.mkdir(parents=True, exist_ok=True)
     lower = ":".join([*spec.get("layers", ()), spec["snapshot"]])  # the build's products over the commit's files
-    _mount("overlay", work, "overlay", 0, f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}")
+    options = f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}"
+    # In a user namespace the overlay cannot write trusted.* xattrs (its whiteouts of folders and
+    # its opaque folders): userxattr keeps them as user.* ones, which tmpfs holds from Linux 6.6.
+    _mount("overlay", work, "overlay", 0, options + (",userxattr" if spec["rootless"] else ""))
     _apply_changes(paths, spec["changes"], work, spec["uid"])  # before any repo code
     (root / "dev").mkdir()
     _mount("tmpfs", root / "dev", "tmpfs", MS_NOSUID, "size=1m,mode=0755")

@@ -40,7 +40,9 @@ from types import ModuleType
 from typing import Any
 
 _SHELLS = ("/bin/bash", "/usr/bin/bash", "/bin/sh")
-_OPAQUE = "trusted.overlay.opaque"
+# An overlay mounted by root marks a folder made again with a trusted.* xattr; one mounted in a
+# user namespace (rootless, identity.py) uses the user.* namespace instead (overlayfs's userxattr).
+_OPAQUE = ("trusted.overlay.opaque", "user.overlay.opaque")
 # inside.as_nobody: starts a process as the sandbox's user with the run's rlimits.
 Spawn = Callable[..., subprocess.Popen]
 _SWEEP_ROUNDS = 200  # kill-and-reap rounds after a command (a forking loop is capped by the pids cgroup)
@@ -121,6 +123,13 @@ def _run(request: dict, spec: dict, spawn: Spawn, keep: set[int]) -> dict:
     }
 
 
+def _xattr(fd: int, name: str) -> bytes | None:
+    try:
+        return os.getxattr(fd, name)
+    except OSError:
+        return None
+
+
 def _read_upper(upper: int, request: dict) -> dict:
     """The overlay's upper folder, walked through its descriptor without following links."""
     files: dict[str, str] = {}
@@ -132,12 +141,8 @@ def _read_upper(upper: int, request: dict) -> dict:
         rel_top = os.path.normpath(top)
         prefix = "" if rel_top == "." else rel_top + "/"
         dirs.sort()
-        if prefix:
-            try:
-                if os.getxattr(fd, _OPAQUE) == b"y":
-                    opaque.append(rel_top)
-            except OSError:
-                pass
+        if prefix and any(_xattr(fd, name) == b"y" for name in _OPAQUE):
+            opaque.append(rel_top)
         for name in sorted(names):
             rel = prefix + name
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
