@@ -5,7 +5,7 @@ A room is a subpackage (reward.execution, actors.driver) or a module at the top 
 (data.schema); LAYERS places every room in a layer, bottom to top, and a module imports its own
 layer or lower ones. So the test-runner harness (reward.execution) sits above the records it
 reads (data.schema, data.paths, data.patching, data.git) and below the data pipelines that run
-tests with it (reward.proof, data.swebench_exec, data.demo; data.validate and data.inject among
+tests with it (data.bugs, data.swebench_exec, data.demo; data.validate and data.inject among
 the commands). Also: every room is placed (a new room is a line here), no import cycle between
 modules nor between rooms (an arrow between two rooms points one way), nothing imports a command,
 and an import inside a function says why on its line or the line above (a heavy or optional
@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # what every other room reads: an instance, its paths and patches, a clone, shards, the prompt
     ("records", ("data", "data.git", "data.patching", "data.paths", "data.prompt", "data.schema", "data.shards")),
     # instances from repositories, without running them
-    ("mining", ("data.agentless", "data.bugs", "data.context", "data.fixtures", "data.inspect", "data.mining")),
+    ("mining", ("data.agentless", "data.context", "data.fixtures", "data.inspect", "data.mining")),
     # the SWE-RL reward, pure Python: it never runs the code it scores
     (
         "scorer",
@@ -68,7 +68,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # which data.demo rebuilds with the harness)
     (
         "tested",
-        ("data.demo", "data.loader", "data.swebench_exec", "reward.kinds", "reward.proof"),
+        ("data.bugs", "data.demo", "data.loader", "data.swebench_exec", "reward.kinds"),
     ),
     # the DeepSpeed side
     (
@@ -293,8 +293,8 @@ def test_a_module_imports_its_layer_or_lower_ones(layer):
 def test_the_layer_check_finds_an_upward_import():
     """The check itself can fail: the harness importing the bugs' proof that runs on it."""
     edges = {m: set(targets) for m, targets in EDGES.items()}
-    edges["reward.execution.runner"].add("reward.proof")
-    assert _upward(edges) == {"reward.execution.runner": ["reward.proof"]}
+    edges["reward.execution.runner"].add("data.bugs.proof")
+    assert _upward(edges) == {"reward.execution.runner": ["data.bugs.proof"]}
 
 
 def _runs(module: str) -> bool:
