@@ -109,8 +109,8 @@ def git_sources(
 def _engine(model: str, args: argparse.Namespace, on_ray: bool) -> Any:
     """A model that writes bugs or bug reports: one engine (a rollout actor when on Ray), as
     data.build's `--context model` starts one."""
-    # The engine sits in actors/, above data/ in the layers: only the model's stages need it,
-    # so a rules run never imports vLLM.
+    # The engine (actors/rollout/: torch and vLLM): only the model's stages need it, so a
+    # rules run never imports vLLM.
     from actors.rollout.context_engine import ContextEngine
     from data.mining.context_step import ContextConfig
 
