@@ -120,7 +120,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Modules that are run and imported too: the rest of those that are run are commands
 RUN_AND_IMPORTED = {
-    "actors.cluster.reaper",  # join starts it as the run's reaper process and shares its helpers
+    "actors.cluster.reaper",  # join starts it as the run's reaper process; join and quiet use its helpers
     "learner.plot",  # the run log draws the curves at the end; `python -m learner.plot` a saved run's
 }
 MAX_TOP_LEVEL = {"actors": 12, "data": 12}
