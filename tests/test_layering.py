@@ -1,11 +1,15 @@
 """The rooms and layers docs/architecture.md draws, held for every module of the five packages,
 with every import counted: top-level, inside functions and under TYPE_CHECKING.
 
-Layers, bottom to top: conf, data, reward, learner, actors; above them the commands (COMMANDS:
-`python -m` modules that start what lives above their own package), train.py, bench/ and the
-tests. A module imports its own layer or lower ones; no import cycle between modules, nor
-between rooms (subpackages: an arrow between two rooms points one way); nothing imports a command; an import inside a function says why on its line or the line above (a heavy
-or optional dependency: with no cycle even counting them, none can be dodging one)."""
+A room is a subpackage (reward.execution, actors.driver) or a module at the top of a package
+(data.schema); LAYERS places every room in a layer, bottom to top, and a module imports its own
+layer or lower ones. So the test-runner harness (reward.execution) sits above the records it
+reads (data.schema, data.paths, data.patching, data.git) and below the data pipelines that run
+tests with it (data.bugs, data.swebench_exec, data.demo; data.validate and data.inject among
+the commands). Also: every room is placed (a new room is a line here), no import cycle between
+modules nor between rooms (an arrow between two rooms points one way), nothing imports a command,
+and an import inside a function says why on its line or the line above (a heavy or optional
+dependency: with no cycle even counting them, none can be dodging one)."""
 
 from __future__ import annotations
 
@@ -16,17 +20,108 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("conf", "data", "reward", "learner", "actors")
-# Commands that reach above their package's layer (a Ray session, the test-runner pool, an
-# engine); every one is run, never imported.
-COMMANDS = {
-    "data.build",
-    "data.demo.__main__",
-    "data.gharchive",
-    "data.inject.__main__",
-    "data.swebench_exec",
-    "data.validate",
-    "reward.execute",
+PACKAGES = ("conf", "data", "reward", "learner", "actors")
+# Every room, in layers from the bottom: (the layer's name, its rooms).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # the config schemas and the small shared tools; nothing of the project below them
+    (
+        "conf",
+        (
+            "conf",
+            "conf.config",
+            "conf.device",
+            "conf.errors",
+            "conf.eval",
+            "conf.io",
+            "conf.logs",
+            "conf.progress",
+            "conf.reference",
+            "conf.registry",
+            "conf.runtime",
+        ),
+    ),
+    # what every other room reads: an instance, its paths and patches, a clone, shards, the prompt
+    ("records", ("data", "data.git", "data.patching", "data.paths", "data.prompt", "data.schema", "data.shards")),
+    # instances from repositories, without running them
+    ("mining", ("data.agentless", "data.context", "data.fixtures", "data.inspect", "data.mining")),
+    # the SWE-RL reward, pure Python: it never runs the code it scores
+    (
+        "scorer",
+        (
+            "reward",
+            "reward.apply",
+            "reward.bug_reward",
+            "reward.core",
+            "reward.oracle",
+            "reward.parse",
+            "reward.patches",
+            "reward.rerank",
+            "reward.score",
+            "reward.similarity",
+            "reward.spec",
+            "reward.workers",
+        ),
+    ),
+    # running tests: the sandbox, the runner, the environments, the test-runner pool
+    ("execution", ("reward.execution",)),
+    # what runs tests on the harness, or reads from a room that does (data.loader: the demo set,
+    # which data.demo rebuilds with the harness)
+    (
+        "tested",
+        ("data.bugs", "data.demo", "data.loader", "data.swebench_exec", "reward.kinds"),
+    ),
+    # the DeepSpeed side
+    (
+        "learner",
+        (
+            "learner",
+            "learner.batch",
+            "learner.checkpoint",
+            "learner.group",
+            "learner.logprobs",
+            "learner.memory",
+            "learner.models",
+            "learner.objectives",
+            "learner.plot",
+            "learner.rng",
+            "learner.sft",
+            "learner.transport",
+            "learner.worker",
+        ),
+    ),
+    # Ray actors and the driver's components
+    (
+        "actors",
+        (
+            "actors",
+            "actors.agent",
+            "actors.cluster",
+            "actors.control",
+            "actors.driver",
+            "actors.eval",
+            "actors.evaluate",
+            "actors.observe",
+            "actors.plugins",
+            "actors.replay",
+            "actors.rollout",
+        ),
+    ),
+    # `python -m` commands of data/ and reward/ that start a Ray session (actors.cluster.join)
+    (
+        "commands",
+        (
+            "data.build",  # and the --context model's engines (actors.rollout)
+            "data.gharchive",
+            "data.inject",  # and the model injector's engines (actors.rollout)
+            "data.validate",
+            "reward.execute",
+        ),
+    ),
+)
+# Modules that are run and imported too: the rest of those that are run are commands
+RUN_AND_IMPORTED = {
+    "actors.cluster.reaper",  # join starts it as the run's reaper process; join and quiet use its helpers
+    "learner.plot",  # the run log draws the curves at the end; `python -m learner.plot` a saved run's
 }
 MAX_TOP_LEVEL = {"actors": 12, "data": 12}
 NOT_MODULES = ("data/demo/src/",)  # the demo set's sources: code of fictional repositories
@@ -34,7 +129,7 @@ NOT_MODULES = ("data/demo/src/",)  # the demo set's sources: code of fictional r
 
 def _modules() -> dict[str, Path]:
     out = {}
-    for package in LAYERS:
+    for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT)
             if any(str(rel).startswith(p) for p in NOT_MODULES):
@@ -83,8 +178,26 @@ def _imports(module: str) -> list[tuple[ast.stmt, set[str], bool]]:
 EDGES = {m: {t for _, targets, _ in _imports(m) for t in targets} for m in MODULES}
 
 
+def _room(module: str) -> str:
+    """A module's room: its subpackage (actors.driver, reward.execution: a new module there is in
+    it); a module at the top of a package is a room of its own (data.schema), as is a package's
+    __init__ (reward)."""
+    parts = module.split(".")
+    package = module in MODULES and MODULES[module].name == "__init__.py"
+    return ".".join(parts[:2]) if len(parts) > 2 or package else module
+
+
+LAYER = {room: i for i, (_, rooms) in enumerate(LAYERS) for room in rooms}
+COMMANDS = set(LAYERS[-1][1])
+
+
 def _layer(module: str) -> int:
-    return LAYERS.index(module.split(".")[0])
+    return LAYER[_room(module)]
+
+
+def _unplaced(modules: list[str]) -> list[str]:
+    """The rooms of these modules that LAYERS does not place."""
+    return sorted({_room(m) for m in modules} - set(LAYER))
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -133,13 +246,6 @@ def test_no_import_cycle_between_modules():
     assert _cycles(EDGES) == []
 
 
-def _room(module: str) -> str:
-    """A module's room: its subpackage (actors.driver, reward.kinds); a module at the top of a
-    package is a room of its own (data.schema), as is a package's __init__ (reward)."""
-    parts = module.split(".")
-    return ".".join(parts[:2]) if len(parts) > 2 or MODULES[module].name == "__init__.py" else module
-
-
 def test_an_arrow_between_rooms_points_one_way():
     rooms: dict[str, set[str]] = {_room(m): set() for m in MODULES}
     for module, targets in EDGES.items():
@@ -154,20 +260,55 @@ def test_the_cycle_check_finds_a_cycle():
     assert _cycles(edges) == [["conf.errors", "conf.io"]]
 
 
-@pytest.mark.parametrize("package", LAYERS)
-def test_a_module_imports_its_layer_or_lower_ones(package):
-    upward = {
-        m: sorted(t for t in EDGES[m] if _layer(t) > _layer(m))
-        for m in MODULES
-        if m.split(".")[0] == package and m not in COMMANDS
-    }
-    assert {m: t for m, t in upward.items() if t} == {}
+def test_every_room_is_placed_once():
+    placed = [room for _, rooms in LAYERS for room in rooms]
+    assert sorted(r for r, n in Counter(placed).items() if n > 1) == []
+    assert _unplaced(list(MODULES)) == []
+    assert sorted(set(placed) - {_room(m) for m in MODULES}) == []  # no room without a module
+
+
+def test_the_placement_check_finds_a_new_room():
+    """The check itself can fail: a new top-level module or subpackage is a room to place, while
+    a new module of a room is placed with it."""
+    assert _unplaced([*MODULES, "data.upload", "reward.checks.lint"]) == ["data.upload", "reward.checks"]
+
+
+@pytest.mark.parametrize("name", ["cgroups", "check", "repos", "userns"])
+def test_a_new_execution_module_is_in_the_execution_room(name):
+    assert _room(f"reward.execution.{name}") == "reward.execution"
+    assert LAYERS[_layer(f"reward.execution.{name}")][0] == "execution"
+
+
+def _upward(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each module's imports of a higher layer than its own."""
+    upward = {m: sorted(t for t in targets if _layer(t) > _layer(m)) for m, targets in edges.items()}
+    return {m: t for m, t in upward.items() if t}
+
+
+@pytest.mark.parametrize("layer", [name for name, _ in LAYERS])
+def test_a_module_imports_its_layer_or_lower_ones(layer):
+    assert _upward({m: t for m, t in EDGES.items() if LAYERS[_layer(m)][0] == layer}) == {}
+
+
+def test_the_layer_check_finds_an_upward_import():
+    """The check itself can fail: the harness importing the bugs' proof that runs on it."""
+    edges = {m: set(targets) for m, targets in EDGES.items()}
+    edges["reward.execution.runner"].add("data.bugs.proof")
+    assert _upward(edges) == {"reward.execution.runner": ["data.bugs.proof"]}
+
+
+def _runs(module: str) -> bool:
+    path = MODULES[module]
+    return path.name == "__main__.py" or 'if __name__ == "__main__":' in path.read_text()
 
 
 def test_nothing_imports_a_command():
-    assert {m: sorted(EDGES[m] & COMMANDS) for m in MODULES if EDGES[m] & COMMANDS} == {}
-    for command in COMMANDS:
-        assert "__main__" in MODULES[command].read_text(), f"{command} is not run as a command"
+    """A command is a module that is run (`__main__`); each room of the top layer has one."""
+    commands = {m for m in MODULES if _runs(m)} - RUN_AND_IMPORTED
+    assert {m: sorted(EDGES[m] & commands) for m in MODULES if EDGES[m] & commands} == {}
+    for room in COMMANDS:
+        assert any(_runs(m) for m in MODULES if _room(m) == room), f"{room} is not run as a command"
+    assert sorted(m for m in RUN_AND_IMPORTED if not _runs(m)) == []
 
 
 def _says_why(lines: list[str], node: ast.stmt) -> bool:

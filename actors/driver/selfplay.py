@@ -9,7 +9,7 @@ generate, prove, generate, reward), on the same fleet and pools:
               last `selfplay.guided_bugs` of them bugs the rules injector drew, written as
               answers (finish_reason "oracle": guided, as rollout.oracle_samples_per_group)
     prove     the answers as bugs, proved by the instance's tests in the sandbox on the
-              test-runner pool (reward/proof.py: baseline twice, each bug twice, the inverse
+              test-runner pool (data/bugs/proof.py: baseline twice, each bug twice, the inverse
               check; exact duplicates within the step are one bug)
     solve     the first `selfplay.max_bugs` proved bugs (default prompts_per_step) are solver
               prompts (the paper's prompt: the failing tests' report and the buggy files),
@@ -26,7 +26,7 @@ The step then trains on the injector groups and the solver groups together (the 
 losses and sync are the usual ones). Counts (`selfplay_*` metrics): bugs proposed, valid,
 solved, guided, each reason for rejection, the injector's and the solver's mean reward.
 The test runs cost: a source's baseline runs twice the first step it is drawn (then it is
-known: reward/proof.py `baseline_cache`, kept for the run; one that failed runs again), and each
+known: data/bugs/proof.py `baseline_cache`, kept for the run; one that failed runs again), and each
 answer twice; a cluster's test-runner pool (reward.execution.num_runners) takes them in parallel.
 """
 
@@ -45,6 +45,7 @@ from conf.config import TrainConfig
 from data.bugs.injector import BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
 from data.bugs.model_bugs import bug_messages
 from data.bugs.mutations import OPERATORS
+from data.bugs.proof import Baseline, inject, read_answers
 from data.loader import PromptItem
 from data.prompt import encode_prompt
 from data.schema import Instance
@@ -52,7 +53,6 @@ from reward.bug_reward import INVALID, injector_reward, solve_rate
 from reward.core import RewardResult
 from reward.execution.pool import TestPool
 from reward.oracle import oracle_completion
-from reward.proof import Baseline, inject, read_answers
 
 GUIDED = "oracle"  # a guided bug's finish_reason: the learner's logprobs stand in for the engine's
 

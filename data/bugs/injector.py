@@ -26,8 +26,8 @@ a commit of its clone; a mined instance's fixed code is no commit of its clone, 
 git instances is refused (`git_snapshot`: give the repository with `--git`).
 
 This module is the injector's logic, pure: the draws, the trees, the proof and the instance.
-The runs themselves (test jobs on the test-runner pool, which sits above `data/` in the
-layers) are the command's: data/inject/__main__.py. A run is read by its `status`, `reason`,
+The runs themselves (test jobs on the test-runner pool) are proof.py's, beside it; the
+command is data/inject/__main__.py. A run is read by its `status`, `reason`,
 `outcomes` and `failures` (reward.execution.runner.TestRun's fields), as data.validate reads it.
 """
 

@@ -5,10 +5,10 @@ The policy sees the repository's files (the working code, no test file, in an or
 source and seed as build_messages draws it) and is asked, in words of our own, to break the
 code so that a test of the repository would notice, as SEARCH/REPLACE edits inside the SWE-RL
 answer format (`<think>...</think><solution>...</solution>`). The answer is parsed and applied
-by the reward's own rules (reward.parse, reward.apply: the command does that, since reward sits
-above data in the layers) and handed here as the new content of each file it edited;
-`bug_from_files` turns that into whole-file `Mutation`s (operator "model"), so the baseline,
-the two bug runs, the inverse check and the instance are the rules injector's. Self-play
+by the reward's own rules (reward.parse, reward.apply: proof.py's `model_draw` does that) and
+handed here as the new content of each file it edited; `bug_from_files` turns that into
+whole-file `Mutation`s (operator "model"), so the baseline, the two bug runs, the inverse check
+and the instance are the rules injector's. Self-play
 SWE-RL's injector works the same way, without a natural-language issue: the failing tests are
 the bug's specification.
 """

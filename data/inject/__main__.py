@@ -64,6 +64,7 @@ from conf.errors import UserError, fail
 from data.bugs.injector import BugOutcome
 from data.bugs.issues import IssueReport, write_reports
 from data.bugs.mutations import OPERATORS
+from data.bugs.proof import InProcess, Source, inject, instance_of, model_draw
 from data.bugs.repository import GitSource, read_source
 from data.git.repo import GitError, parse_clone
 from data.loader import read_instances
@@ -73,7 +74,6 @@ from reward.execution.environments import EnvSpec, derive_spec
 from reward.execution.pool import TestPool
 from reward.execution.runner import Runner
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
-from reward.proof import InProcess, Source, inject, instance_of, model_draw
 
 EXAMPLES = 5  # per reason, in the manifest
 
@@ -109,8 +109,8 @@ def git_sources(
 def _engine(model: str, args: argparse.Namespace, on_ray: bool) -> Any:
     """A model that writes bugs or bug reports: one engine (a rollout actor when on Ray), as
     data.build's `--context model` starts one."""
-    # The engine sits in actors/, above data/ in the layers: only the model's stages need it,
-    # so a rules run never imports vLLM.
+    # The engine (actors/rollout/: torch and vLLM): only the model's stages need it, so a
+    # rules run never imports vLLM.
     from actors.rollout.context_engine import ContextEngine
     from data.mining.context_step import ContextConfig
 

@@ -12,11 +12,11 @@ import pytest
 from conf.config import ExecutionConfig
 from data.bugs.injector import BugCandidate, prove
 from data.bugs.mutations import Mutation
+from data.bugs.proof import inject
 from data.inject.__main__ import main
 from data.loader import read_instances
 from reward.execution import sandbox
 from reward.execution.runner import Runner, TestJob, TestRun
-from reward.proof import inject
 
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(
@@ -96,7 +96,7 @@ def test_a_file_of_a_bug_that_does_not_matter_is_caught_and_a_git_snapshot_is_co
         Mutation("pkg/a.py", "binop", 1, 6, 7, "+", "-"),
         Mutation("pkg/b.py", "binop", 1, 6, 7, "-", "+"),
     )
-    from reward import proof  # the runs' module; its draw is replaced here
+    from data.bugs import proof  # the runs' module; its draw is replaced here
 
     monkeypatch.setattr(proof, "candidates", lambda *a, **k: [BugCandidate(inst, bug)])
     pool = FakePool(["t1", "t2"], {"+x = 1 - 2": "t1"})  # only a.py's change breaks a test
@@ -154,7 +154,7 @@ def _edit(path: str, search: str, replace_with: str) -> str:
 
 
 def test_the_model_injector_reads_answers_by_the_rewards_rules_and_proves_them_as_rules_bugs():
-    from reward.proof import model_draw  # the draw that reads answers with the reward's parser
+    from data.bugs.proof import model_draw  # the draw that reads answers with the reward's parser
 
     (inst,) = list(read_instances("demo", 1))
     code = {"pkg/a.py": "def f(x):\n    return x + 1\n"}

@@ -1,11 +1,12 @@
-"""Bugs proved by their tests: the baseline, bug and inverse-check runs of data/bugs/ on a pool.
+"""Bugs proved by their tests: the baseline, bug and inverse-check runs of the injector on a pool.
 
-The injector's logic is data/bugs/ (injector.py: the draws, trees, proof and instance;
+The injector's logic is beside it (injector.py: the draws, trees, proof and instance;
 repository.py: a repository at a commit; model_bugs.py: the policy's prompt and answer); this
-module runs its tests, so it sits with the test runner, above data/ in the layers. Two callers:
+module runs its tests on reward/execution/, so data.bugs sits above the harness in the
+layers (docs/architecture.md). Two callers:
 `python -m data.inject` (the command: a data set of made instances) and self-play training
 (the step's bugs, written by the policy). `inject` runs on `pool`,
-anything with `run(jobs, what) -> runs` in order: the test-runner pool (pool.py), or
+anything with `run(jobs, what) -> runs` in order: the test-runner pool (reward/execution/pool.py), or
 `InProcess(Runner)`.
 
     baseline   the suite runs REPEATS times on the working code; tests that pass every time
