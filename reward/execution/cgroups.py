@@ -63,12 +63,12 @@ class PolicyError(ValueError):
 
 
 @dataclass(frozen=True)
-class Policy:
+class CapPolicy:
     limits: str = ENFORCE  # "enforce": no cap, no run; "best_effort": uncapped, counted, warned
     root: str = "/"  # the cgroup under which runs' cgroups are made, from the hierarchy's root
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Policy:
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> CapPolicy:
         limits = environ.get(LIMITS_ENV) or ENFORCE
         if limits not in POLICIES:
             raise PolicyError(f"{LIMITS_ENV}={limits!r}: accepted values are {', '.join(POLICIES)}")
@@ -171,10 +171,10 @@ class RunCgroup:
         return oom
 
 
-def make(memory_mb: int, pids: int, policy: Policy | None = None, layout: Hierarchy | None = None) -> RunCgroup:
+def make(memory_mb: int, pids: int, policy: CapPolicy | None = None, layout: Hierarchy | None = None) -> RunCgroup:
     """The run's cgroups with both caps set. Where a cap cannot be set: CapsUnavailable under
     `enforce`; an uncapped RunCgroup saying why under `best_effort` (warned once per process)."""
-    policy = policy or Policy.from_env()
+    policy = policy or CapPolicy.from_env()
     layout = layout or hierarchy()
     name = uuid.uuid4().hex[:12]
     made: list[Path] = []
@@ -279,7 +279,7 @@ def _v2(base: Path, name: str, caps: dict[str, int]) -> Path:
     return run
 
 
-def _explain(refused: _Refused, layout: Hierarchy, policy: Policy) -> str:
+def _explain(refused: _Refused, layout: Hierarchy, policy: CapPolicy) -> str:
     who = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
     fix = (
         f"run as root, or delegate a cgroup to this user (systemd Delegate=yes, or make it and chown it: "
