@@ -20,10 +20,11 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
                     package after the commit (TEST_DATA: pydicom's tests download theirs at run
                     time, which SWE-bench's containers can and the sandbox cannot)
     pythonpath      directories of the snapshot put on PYTHONPATH ("." or "src")
-    runner          the suite's test command: "pytest" (the default), or "django" (the
-                    repository's tests/runtests.py, its test modules given as dotted labels);
-                    `runner_args` its options for the version (SWE-bench's: `--settings=test_sqlite
-                    --parallel 1`). Not part of the cache key: it does not change the build
+    runner          the suite's test command, a name registered in runners.RUNNERS: "pytest"
+                    (the default), or "django" (the repository's tests/runtests.py, its test
+                    modules given as dotted labels); `runner_args` its options for the version
+                    (SWE-bench's: `--settings=test_sqlite --parallel 1`). Not part of the cache
+                    key: it does not change the build
     network         "none": no network at all (the loopback too is down); "loopback": the
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
                     httpbin, a local test server); never the host's network (sandbox.py)
@@ -108,6 +109,7 @@ from packaging.version import Version
 from conf.io import locked
 from reward.execution import declared, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
+from reward.execution.runners import RUNNERS
 from reward.execution.sandbox import NOBODY
 
 log = logging.getLogger(__name__)
@@ -136,10 +138,6 @@ LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "p
 # Projects whose tests fetch data files from the network at run time, and the package that ships
 # those files for offline use (installed undated: it was published after most of their commits).
 TEST_DATA = {"pydicom": ("pydicom-data",)}
-# The test commands an environment may name (runner.py runs them): pytest under the harness's
-# recorder, or a unittest-based runner script (django's tests/runtests.py) under its
-# UnittestRecorder (bootstrap.py).
-RUNNERS = frozenset({"pytest", "django"})
 # django's runner options as SWE-bench passes them (its TEST_DJANGO; 1.9: none).
 DJANGO_ARGS = ("--settings=test_sqlite", "--parallel", "1")
 
@@ -237,12 +235,12 @@ class EnvSpec:
     # requirements alone build it, as SWE-bench's `pip install --no-build-isolation` does
     # (scikit-learn: its build-requires' oldest-supported-numpy would fight the spec's numpy pin).
     build_requires: bool = True
-    runner: str = "pytest"  # one of RUNNERS: the suite's test command (runner.py), not part of the build
+    runner: str = "pytest"  # a runners.RUNNERS name: the suite's test command, not part of the build
     runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
 
     def __post_init__(self) -> None:
         if self.runner not in RUNNERS:
-            raise ValueError(f"environment: runner {self.runner!r} is not one of {sorted(RUNNERS)}")
+            raise ValueError(f"environment: runner {self.runner!r} is not one of {sorted(RUNNERS.names())}")
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:

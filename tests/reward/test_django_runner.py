@@ -29,7 +29,8 @@ from data.swebench_exec import locale_only, suite_command
 from reward.execution import sandbox
 from reward.execution.environments import EnvSpec
 from reward.execution.report import Canaries
-from reward.execution.runner import Runner, TestJob, command, django_label
+from reward.execution.runner import Runner, TestJob, command
+from reward.execution.runners import Django, runner_for
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
 
@@ -142,8 +143,9 @@ def job(patch: str, **kw) -> TestJob:
 
 
 def test_labels_are_runtests_dotted_modules_and_the_canaries_share_the_last_package():
-    assert django_label("tests/admin_views/tests.py") == "admin_views.tests"
-    assert django_label("tests/template_tests/filter_tests/__init__.py") == "template_tests.filter_tests"
+    assert Django().label("tests/admin_views/tests.py") == "admin_views.tests"
+    assert Django().label("tests/template_tests/filter_tests/__init__.py") == "template_tests.filter_tests"
+    assert runner_for("django").guarded_dirs == ("tests",) and runner_for("pytest").guarded_dirs == ()
     argv, canaries = command(
         "/py", dataclasses.replace(SPEC, runner_args=("--settings=test_sqlite",)), ["tests/a/b.py"]
     )
