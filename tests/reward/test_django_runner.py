@@ -25,8 +25,8 @@ import pytest
 from conf.config import ExecutionConfig
 from data.patching import make_patch
 from data.schema import Instance
-from data.swebench_exec import locale_only, suite_command
-from reward.execution import sandbox
+from data.swebench_exec import locale_only
+from reward.execution import repos, sandbox
 from reward.execution.environments import EnvSpec
 from reward.execution.report import Canaries
 from reward.execution.runner import Runner, TestJob, command
@@ -179,9 +179,10 @@ def test_the_runner_is_part_of_the_spec_but_not_of_the_environment_it_builds(tmp
 
 
 def test_swebench_command_and_locale_of_django_specs():
-    assert suite_command("django/django", "4.2") == ("django", ("--settings=test_sqlite", "--parallel", "1"))
-    assert suite_command("django/django", "1.9") == ("django", ())
-    assert suite_command("psf/requests", "2.0") == ("pytest", ())
+    django = repos.lookup("django/django")
+    assert django.command_at("4.2") == ("django", ("--settings=test_sqlite", "--parallel", "1"))
+    assert django.command_at("1.9") == ("django", ())
+    assert repos.lookup("psf/requests").command_at("2.0") == ("pytest", ())
     locale = ["apt-get update && apt-get install -y locales", "echo 'en_US UTF-8' > /etc/locale.gen"]
     assert locale_only({"pre_install": [*locale, "locale-gen en_US.UTF-8"]})
     assert not locale_only({"pre_install": [*locale, "apt-get install -y libmemcached-dev"]})
