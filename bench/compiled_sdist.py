@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from data.swebench_exec import environment, load_specs, spec_for  # noqa: E402
-from reward.execution import identity, sandbox  # noqa: E402
+from data.swebench_exec import environment, spec_for  # noqa: E402
+from reward.execution import identity, repos, sandbox  # noqa: E402
 from reward.execution.environments import Environments  # noqa: E402
 
 CACHE = ROOT / ".cache" / "sdists"
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if (why := sandbox.available()) is not None:
         raise SystemExit(f"bench/compiled_sdist.py: {why}")
     tree = sdist(args.package, args.version)
-    spec = environment(spec_for(load_specs(), args.repo, args.spec), [], lambda rel: None, args.date)
+    spec = environment(spec_for(repos.swebench_specs(), args.repo, args.spec), [], lambda rel: None, args.date)
     envs = Environments(ROOT / ".cache" / "execution" / "envs", build_timeout_s=3600)
     start = time.monotonic()
     env = envs.ensure(spec, tree)

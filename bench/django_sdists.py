@@ -8,8 +8,8 @@ SWE-bench's django specs, this downloads the line's last release (cached under
 .cache/sdists), makes it a one-commit git repository, and builds the environment SWE-bench's
 spec for that version names (data.swebench_exec.environment: the interpreter, the
 requirement file tests/requirements/py3.txt at that release, resolved as of the release's
-date; the runner and its options, suite_command). Then, in the sandbox, with django's runner
-under the harness's unittest recorder:
+date; the runner and its options, django's row in reward/execution/repos.py). Then, in the
+sandbox, with django's runner under the harness's unittest recorder:
 
   (1) a small instance made on that release: a test patch adding two tests to
       tests/utils_tests/test_text.py (one named by its docstring, as SWE-bench's parser names
@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from conf.config import ExecutionConfig  # noqa: E402
 from data.schema import Instance  # noqa: E402
-from data.swebench_exec import environment, load_specs, spec_for, suite_command  # noqa: E402
+from data.swebench_exec import environment, spec_for  # noqa: E402
+from reward.execution import repos  # noqa: E402
 from reward.execution.environments import EnvSpec  # noqa: E402
 from reward.execution.runner import Runner, TestJob, TestRun  # noqa: E402
 
@@ -120,7 +121,7 @@ def release_env(line: str, repo: Path, date: str) -> EnvSpec:
     """The environment SWE-bench's spec for django `line` names, read from the release."""
     import dataclasses
 
-    specs = load_specs()
+    specs = repos.swebench_specs()
     paths = specs[REPO].get("requirements_paths", [])
 
     def read(rel: str) -> str | None:
@@ -128,7 +129,7 @@ def release_env(line: str, repo: Path, date: str) -> EnvSpec:
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
     env = environment(spec_for(specs, REPO, line), paths, read, date)
-    runner, runner_args = suite_command(REPO, line)
+    runner, runner_args = repos.lookup(REPO).command_at(line)
     return dataclasses.replace(env, runner=runner, runner_args=runner_args)
 
 

@@ -47,7 +47,8 @@ from data.demo import load_demo_rows  # noqa: E402
 from data.schema import Instance  # noqa: E402
 from reward.execution import sandbox  # noqa: E402
 from reward.execution.environments import Environments, EnvSpec  # noqa: E402
-from reward.execution.runner import PYTEST_ARGS, Runner, TestJob, patched_files, test_files  # noqa: E402
+from reward.execution.runner import Runner, TestJob, patched_files, test_files  # noqa: E402
+from reward.execution.runners import PYTEST_ARGS  # noqa: E402
 
 
 def bare_run(

@@ -7,9 +7,11 @@
 Each row keeps SWE-bench's own labels (FAIL_TO_PASS, PASS_TO_PASS) and gets the environment
 SWE-bench's harness builds for its repository and version, as an EnvSpec
 (reward/execution/environments.py), so that `python -m data.validate` can label the same rows
-again and the two label sets can be compared (`--compare`). The harness's per-repository specs
-are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packages`, `install`,
-`pre_install` per version, read from SWE-bench 4.1.0's constants). A spec becomes:
+again and the two label sets can be compared (`--compare`). SWE-bench's per-repository specs
+are data beside the harness's table of repositories (reward/execution/repos.py, its
+swebench_specs.json: python, conda `packages`, `pip_packages`, `install`, `pre_install` per
+version, read from SWE-bench 4.1.0's constants); what the harness adds or leaves out for a
+repository is that repository's row in repos.py. A spec becomes:
 
     python         the spec's version (an interpreter this machine lacks is counted
                    `python_missing_here`: validation then counts the instance no_interpreter)
@@ -30,21 +32,22 @@ are data here: `data/swebench_specs.json` (python, conda `packages`, `pip_packag
     exclude_newer  the later of the row's created_at and its environment_setup_commit's date
                    (the harness reads the requirements there), raised to the interpreter's
                    first release; the spec's exact pins are exempt (environments.py)
-    runner         SWE-bench's test command (suite_command): django's `tests/runtests.py
-                   --verbosity 2 --settings=test_sqlite --parallel 1` (runner "django": the
-                   harness runs that script under its unittest recorder, bootstrap.py); every
-                   other suite under pytest, its recorder and canaries. Where SWE-bench uses
-                   another runner and the suite also runs under pytest, UNDER_PYTEST adds
-                   pytest (as of the same date): sympy (SWE-bench: `bin/test -C --verbose`;
-                   sympy's conftest.py makes its XFAIL/SKIP decorators pytest's)
-                   RUNNER_ONLY leaves out what only runs SWE-bench's command (sphinx: tox and
-                   tox-current-env; noted `runner_only_requirements_dropped`)
+    runner         the row's runner and its options at the version (Repository.command_at):
+                   django's `tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel
+                   1`, SWE-bench's command (runner "django": the harness runs that script under
+                   its unittest recorder, bootstrap.py); every other suite under pytest, its
+                   recorder and canaries. Where SWE-bench uses another runner and the suite also
+                   runs under pytest, the row's `requirements` add pytest (as of the same date):
+                   sympy (SWE-bench: `bin/test -C --verbose`; sympy's conftest.py makes its
+                   XFAIL/SKIP decorators pytest's). The row's `runner_only` leaves out what only
+                   runs SWE-bench's command (sphinx: tox and tox-current-env; noted
+                   `runner_only_requirements_dropped`)
     pre_install    django's (1.7 to 3.2) only generates the en_US.UTF-8 locale: not run, the
                    sandbox's LANG is C.UTF-8 (noted `locale_as_c_utf8`); any other apt step
                    drops the row as needs_apt, naming the packages
-    undated        the repository's TEST_DATA (environments.py): pydicom's tests download
-                   their data files at run time, offline they need the pydicom-data package
-    services       the repository's STAND_INS (reward/execution/services.py): requests' old
+    undated        the row's `test_data`: pydicom's tests download their data files at run
+                   time, offline they need the pydicom-data package
+    services       the row's stand-ins (reward/execution/services.py): requests' old
                    suites call http://httpbin.org, which the sandbox then serves from the
                    httpbin package on its own loopback (https:// URLs still fail: no TLS)
 
@@ -92,13 +95,12 @@ from data.mining.sources import iter_swebench_rows
 from data.patching import PatchError, parse_patch
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
-from reward.execution import declared
-from reward.execution.environments import DJANGO_ARGS, TEST_DATA, EnvSpec, InterpreterUnavailable, find_python
+from reward.execution import declared, repos
+from reward.execution.environments import EnvSpec, InterpreterUnavailable, find_python
 from reward.execution.environments import _canonical as canonical
 from reward.execution.environments import _utc as utc
 from reward.execution.pythons import RELEASES
 
-SPECS_PATH = Path(__file__).with_name("swebench_specs.json")
 EXAMPLES = 5
 # Rows are benchmark instances: none of the mining filters (sizes, bots, context) applies.
 _NO_FILTERS = FilterConfig(
@@ -121,27 +123,8 @@ class Drop(Exception):
         self.reason, self.detail = reason, detail
 
 
-def load_specs(path: Path = SPECS_PATH) -> dict[str, Any]:
-    repositories: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["repositories"]
-    return repositories
-
-
-def replacements(path: Path = SPECS_PATH) -> dict[str, str]:
-    """Requirements the harness swaps (packages yanked from PyPI since) -> their replacement."""
-    swaps: dict[str, str] = json.loads(path.read_text(encoding="utf-8")).get("replace_requirements", {})
-    return swaps
-
-
-# Where a repository states its version at a commit: `__version__ = "2.0.1.dev0"` (flask,
-# requests, sympy's release.py), `VERSION = (3, 0, 0, "alpha", 0)` (django), `version = "..."`.
-_VERSION_FILES = (
-    "src/{name}/__init__.py",
-    "{name}/__init__.py",
-    "{name}/__pkginfo__.py",  # pylint: the version being developed ("2.13.0-dev0")
-    "{name}/release.py",
-    "{name}/version.py",
-    "setup.cfg",
-)
+# How a version file (repos.version_files) states it: `__version__ = "2.0.1.dev0"`, `VERSION =
+# (3, 0, 0, "alpha", 0)` (django), `version = "..."` (setup.cfg).
 _VERSION_RE = re.compile(
     r"""(?m)^\s*(?:__version__|version)\s*[=:]\s*['"]?(\d+)\.(\d+)|^VERSION\s*=\s*\(\s*(\d+)\s*,\s*(\d+)"""
 )
@@ -151,9 +134,8 @@ def infer_version(read: declared.Reader, repo: str) -> str | None:
     """ "MAJOR.MINOR" as the repository states it at the row's commit, for rows that carry no
     version (SWE-bench Lite's exports): what SWE-bench's own version field is, the release
     line the commit is on. None when no file says."""
-    name = repo.split("/")[-1].lower()
-    for rel in _VERSION_FILES:
-        text = read(rel.format(name=name))
+    for rel in repos.version_files(repo):
+        text = read(rel)
         if text and (m := _VERSION_RE.search(text)):
             major, minor = (g for g in m.groups() if g is not None)
             return f"{major}.{minor}"
@@ -195,7 +177,7 @@ def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str,
     spec when all its versions share one (psf/requests)."""
     entry = specs.get(repo)
     if entry is None:
-        raise Drop("no_spec", f"{repo}: not in {SPECS_PATH.name}")
+        raise Drop("no_spec", f"{repo}: not in {repos.SWEBENCH_SPECS.name}")
     groups = entry["specs"]
     if version is None:
         if len(groups) == 1:
@@ -204,7 +186,7 @@ def spec_for(specs: dict[str, Any], repo: str, version: str | None) -> dict[str,
     for group in groups:
         if version in group["versions"]:
             return dict(group)
-    raise Drop("no_spec", f"{repo}: version {version} not in {SPECS_PATH.name}")
+    raise Drop("no_spec", f"{repo}: version {version} not in {repos.SWEBENCH_SPECS.name}")
 
 
 def environment(
@@ -232,7 +214,7 @@ def environment(
         reqs += [re.sub(r"(?<![=<>!~])=(?!=)", "==", name) for name in shlex.split(packages)]
     reqs += list(spec.get("pip_packages") or [])
     reqs += pinned
-    swaps = replacements()
+    swaps = repos.replacements()
     reqs = [swaps.get(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip(), r) for r in reqs]
     install = spec.get("install") or ""
     # pip's options before the project (scikit-learn: `-v --no-use-pep517 --no-build-isolation
@@ -261,23 +243,9 @@ def environment(
     )
 
 
-# Repositories whose SWE-bench command is not pytest but whose suites run under it: what the
-# environment adds for the harness's runner. A repository is a row here, not a branch.
-UNDER_PYTEST: dict[str, tuple[str, ...]] = {"sympy/sympy": ("pytest",)}
-# SWE-bench's own test command where the harness here runs it too (its constants' test_cmd):
-# django's tests/runtests.py with `--verbosity 2 --settings=test_sqlite --parallel 1`
-# (TEST_DJANGO, environments.DJANGO_ARGS), version 1.9 with `--verbosity 2` alone
-# (TEST_DJANGO_NO_PARALLEL).
 _LOCALE_STEPS = re.compile(
     r"apt-get update && apt-get install -y locales|echo 'en_US UTF-8' > /etc/locale.gen|locale-gen en_US.UTF-8"
 )
-
-
-def suite_command(repo: str, version: str | None) -> tuple[str, tuple[str, ...]]:
-    """(EnvSpec.runner, EnvSpec.runner_args) of a repository at a version."""
-    if repo == "django/django":
-        return "django", () if version == "1.9" else DJANGO_ARGS
-    return "pytest", ()
 
 
 _SED = re.compile(r"""(?:grep -q '[^']*' (\S+) && )?sed -i (['"])s/(.*?)(?<!\\)/(.*?)(?<!\\)/\2 (\S+)""")
@@ -317,15 +285,6 @@ def locale_only(spec: dict[str, Any]) -> bool:
     need it for: a filesystem and stdout encoding that is not ASCII), without its formatting."""
     steps = spec.get("pre_install") or []
     return bool(steps) and all(_LOCALE_STEPS.fullmatch(step.strip()) for step in steps)
-
-
-# Requirements of a spec that only run SWE-bench's own command, not the tests: sphinx's suite
-# runs through `tox --current-env -epy39 -v --`, the harness runs its pytest directly (tox's
-# pins, resolved with their dependencies as of a 2020 date, are not installable either).
-RUNNER_ONLY: dict[str, frozenset[str]] = {"sphinx-doc/sphinx": frozenset({"tox", "tox-current-env"})}
-# Repositories whose tests call a public service that a stand-in of services.REGISTRY serves
-# inside the sandbox (SWE-bench's containers had the internet, the sandbox has none).
-STAND_INS: dict[str, tuple[str, ...]] = {"psf/requests": ("httpbin",)}
 
 
 def _git_reader(repo: Repo, commit: str) -> declared.Reader:
@@ -478,17 +437,17 @@ class Converter:
             env = environment(
                 spec, paths, _git_reader(repo, commit), resolved_as_of, _src_layout(repo, row["base_commit"])
             )
-            runner, runner_args = suite_command(row["repo"], version)
-            dropped = RUNNER_ONLY.get(row["repo"], frozenset())
-            kept_reqs = tuple(r for r in env.requirements if canonical(r) not in dropped)
+            known_repo = repos.lookup(row["repo"])
+            runner, runner_args = known_repo.command_at(version)
+            kept_reqs = tuple(r for r in env.requirements if canonical(r) not in known_repo.runner_only)
             notes += ["runner_only_requirements_dropped"] if len(kept_reqs) < len(env.requirements) else []
             env = dataclasses.replace(
                 env,
-                undated=TEST_DATA.get(row["repo"].split("/")[-1].lower(), ()),
-                requirements=(*kept_reqs, *UNDER_PYTEST.get(row["repo"], ())),
+                undated=known_repo.test_data,
+                requirements=(*kept_reqs, *known_repo.requirements),
                 runner=runner,
                 runner_args=runner_args,
-                services=STAND_INS.get(row["repo"], ()),
+                services=known_repo.services,
                 version=release if "version_from_tags" in notes else None,
             )
             notes += ["locale_as_c_utf8"] if locale_only(spec) else []
@@ -534,7 +493,7 @@ def convert(rows: list[str], clones: list[str], out_dir: str, mined: list[str], 
     for path in unnamed:  # a plain path: the repository its origin remote names
         with Repo(str(path)) as repo:
             named.setdefault(repo.owner_name(), path)
-    converter = Converter(named, load_specs(), mined_test_patches(mined))
+    converter = Converter(named, repos.swebench_specs(), mined_test_patches(mined))
     out = prepare_output(out_dir, overwrite)
     counts: Counter[str] = Counter()
     notes: Counter[str] = Counter()

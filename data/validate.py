@@ -149,7 +149,7 @@ def derive_environments(instances: list[Instance], cfg: ExecutionConfig) -> list
             log.warning("[validate] %s: %s", inst.instance_id, exc)
             out.append(replace(inst, environment=EnvSpec(snapshot="git").to_json()))
             continue
-        out.append(replace(inst, environment=derive_spec(snapshot, inst.created_at).to_json()))
+        out.append(replace(inst, environment=derive_spec(snapshot, inst.created_at, inst.repo).to_json()))
     return out
 
 

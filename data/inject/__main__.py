@@ -101,7 +101,7 @@ def git_sources(
             snapshot = snapshots.path(source.instance, EnvSpec(snapshot="git"))
         except (GitError, ValueError, SnapshotUnavailable) as exc:
             raise UserError(f"--git {entry}: {exc}") from None
-        spec = given or derive_spec(snapshot, source.instance.created_at)
+        spec = given or derive_spec(snapshot, source.instance.created_at, source.instance.repo)
         out.append(replace(source, instance=replace(source.instance, environment=spec.to_json())))
     return out
 

@@ -4,8 +4,10 @@ derive_spec (environments.py) turns these into an EnvSpec for a mined pull reque
 
     python_requires(dir)      `python_requires` (setup.py, setup.cfg) or `requires-python`
                               (pyproject.toml), as written
-    test_requirements(dir)    the requirement lines of its test / development requirement files
-                              (requirements-dev.txt and the like, `-r` includes followed inside
+    test_requirements(dir, own)
+                              the requirement lines of its test / development requirement
+                              files (requirements-dev.txt and the like, then `own`: those its
+                              repository's row in repos.py names; `-r` includes followed inside
                               the snapshot), and the extras of its own project those files
                               install (`-e .[socks]`)
     test_extras(dir)          its extras named test / tests / testing
@@ -45,7 +47,6 @@ TEST_REQUIREMENT_FILES = (
     "requirements/tests.txt",
     "requirements/dev.txt",
     "tests/requirements.txt",
-    "tests/requirements/py3.txt",  # django's (SWE-bench's requirements_paths for it)
 )
 TEST_EXTRAS = ("test", "tests", "testing")
 _OWN = re.compile(r"^(?:-e\s+|--editable\s+)?\.(?:\[([^\]]*)\])?\s*$")  # ".", "-e .[socks]"
@@ -110,11 +111,13 @@ def reader(snapshot: Path) -> Reader:
     return read
 
 
-def test_requirements(snapshot: Path) -> tuple[list[str], list[str]]:
+def test_requirements(snapshot: Path, own_files: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Of TEST_REQUIREMENT_FILES, then of the repository's own (repos.py: django's
+    tests/requirements/py3.txt)."""
     reqs: list[str] = []
     extras: list[str] = []
     seen: set[str] = set()
-    for name in TEST_REQUIREMENT_FILES:
+    for name in (*TEST_REQUIREMENT_FILES, *own_files):
         more, more_extras = requirement_lines(reader(snapshot), name, seen)
         reqs += [r for r in more if r not in reqs]
         extras += [e for e in more_extras if e not in extras]

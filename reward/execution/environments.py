@@ -17,13 +17,15 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
                     a current pytest breaks old suites; an exact pin (`name==1.2`) is exempt:
                     it names one release, which SWE-bench installs whenever it was published
     undated         requirements exempt from that date: a suite's test files published as a
-                    package after the commit (TEST_DATA: pydicom's tests download theirs at run
-                    time, which SWE-bench's containers can and the sandbox cannot)
+                    package after the commit (a repository's `test_data`, repos.py: pydicom's
+                    tests download theirs at run time, which SWE-bench's containers can and the
+                    sandbox cannot)
     pythonpath      directories of the snapshot put on PYTHONPATH ("." or "src")
-    runner          the suite's test command: "pytest" (the default), or "django" (the
-                    repository's tests/runtests.py, its test modules given as dotted labels);
-                    `runner_args` its options for the version (SWE-bench's: `--settings=test_sqlite
-                    --parallel 1`). Not part of the cache key: it does not change the build
+    runner          the suite's test command, a name registered in runners.RUNNERS: "pytest"
+                    (the default), or "django" (the repository's tests/runtests.py, its test
+                    modules given as dotted labels); `runner_args` its options for the version
+                    (SWE-bench's: `--settings=test_sqlite --parallel 1`). Not part of the cache
+                    key: it does not change the build
     network         "none": no network at all (the loopback too is down); "loopback": the
                     sandbox's own loopback is up, for tests that serve on 127.0.0.1 (pytest-
                     httpbin, a local test server); never the host's network (sandbox.py)
@@ -106,8 +108,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from conf.io import locked
-from reward.execution import declared, identity, sandbox
+from reward.execution import declared, identity, repos, sandbox
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
+from reward.execution.runners import RUNNERS, runner_for
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +127,14 @@ __all__ = [
 
 # Files whose content decides what a "snapshot" install installs (setup.py often reads the
 # requirements files): part of the cache key.
-_DEPENDENCY_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "requirements.txt", *declared.TEST_REQUIREMENT_FILES)
+_DEPENDENCY_FILES = (
+    "setup.py",
+    "setup.cfg",
+    "pyproject.toml",
+    "requirements.txt",
+    *declared.TEST_REQUIREMENT_FILES,
+    *repos.TEST_REQUIREMENT_FILES,
+)
 DEFAULT_PYTHON = "3.9"  # SWE-bench's for most repositories; used when nothing else decides
 # What every environment has besides the spec's requirements: what `python -m venv`, virtualenv
 # and conda environments come with (uv's venvs have none of it), resolved as of the spec's date.
@@ -132,25 +142,6 @@ DEFAULT_PYTHON = "3.9"  # SWE-bench's for most repositories; used when nothing e
 SEED = ("pip", "setuptools", "wheel")
 # Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback.
 LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp"})
-# Projects whose tests fetch data files from the network at run time, and the package that ships
-# those files for offline use (installed undated: it was published after most of their commits).
-TEST_DATA = {"pydicom": ("pydicom-data",)}
-# The test commands an environment may name (runner.py runs them): pytest under the harness's
-# recorder, or a unittest-based runner script (django's tests/runtests.py) under its
-# UnittestRecorder (bootstrap.py).
-RUNNERS = frozenset({"pytest", "django"})
-# django's runner options as SWE-bench passes them (its TEST_DJANGO; 1.9: none).
-DJANGO_ARGS = ("--settings=test_sqlite", "--parallel", "1")
-
-
-def runner_of(snapshot: Path) -> tuple[str, tuple[str, ...]]:
-    """(runner, runner_args) a derived environment takes: django's own repository (its package
-    and tests/runtests.py) runs its runner, everything else pytest."""
-    if (snapshot / "tests" / "runtests.py").is_file() and (snapshot / "django" / "__init__.py").is_file():
-        return "django", DJANGO_ARGS
-    return "pytest", ()
-
-
 # uv's hint for a package the date cut filtered (_uv_install), and how many it may exempt.
 _FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
 _EXEMPT_RETRIES = 5
@@ -229,19 +220,19 @@ class EnvSpec:
     exclude_newer: str | None = None  # ISO date
     pythonpath: tuple[str, ...] = (".",)
     network: str = "none"  # "none" | "loopback": the sandbox's own loopback is up
-    undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (TEST_DATA)
+    undated: tuple[str, ...] = ()  # requirements not held to exclude_newer (repos.Repository.test_data)
     services: tuple[str, ...] = ()  # stand-ins served in the sandbox (services.REGISTRY)
     version: str | None = None  # the project's version for a setuptools_scm build (None: 0.0.0)
     # Install the snapshot's static [build-system].requires before its build; False: the
     # requirements alone build it, as SWE-bench's `pip install --no-build-isolation` does
     # (scikit-learn: its build-requires' oldest-supported-numpy would fight the spec's numpy pin).
     build_requires: bool = True
-    runner: str = "pytest"  # one of RUNNERS: the suite's test command (runner.py), not part of the build
+    runner: str = "pytest"  # a runners.RUNNERS name: the suite's test command, not part of the build
     runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
 
     def __post_init__(self) -> None:
         if self.runner not in RUNNERS:
-            raise ValueError(f"environment: runner {self.runner!r} is not one of {sorted(RUNNERS)}")
+            raise ValueError(f"environment: runner {self.runner!r} is not one of {sorted(RUNNERS.names())}")
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:
@@ -733,30 +724,19 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[; ]", name, maxsplit=1)[0]).lower()
 
 
-def _project_name(snapshot: Path) -> str | None:
-    """The distribution name the snapshot declares (setup.cfg / pyproject.toml / setup.py)."""
-    for name, pattern in (
-        ("pyproject.toml", r'(?m)^name\s*=\s*["\']([^"\']+)'),
-        ("setup.cfg", r"(?m)^name\s*=\s*(\S+)"),
-        ("setup.py", r"""name\s*=\s*["']([^"']+)"""),
-    ):
-        path = snapshot / name
-        if path.is_file() and (m := re.search(pattern, path.read_text(errors="replace"))):
-            return _canonical(m.group(1))
-    return None
-
-
-def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
-    """The environment of a mined pull request's tests, from what its snapshot declares.
+def derive_spec(snapshot: Path, created_at: str | None, repo: str) -> EnvSpec:
+    """The environment of a mined pull request's tests, from what its snapshot declares and
+    what the harness knows of its repository ("owner/name": its row in repos.py).
 
     snapshot "git"; install "snapshot" when it has a setup.py / setup.cfg / pyproject.toml
     (its declared dependencies, with its test extras); requirements: its test requirement
-    files' lines (declared.py), pytest added when they do not name it; python: the oldest
+    files' lines (declared.py, and the row's own files), the runner's package added when they
+    do not name it (runners.py: pytest's); runner: the row's, with its default options; python: the oldest
     installed version its python_requires admits, else (none declared) the newest installed
     one released before the commit, else DEFAULT_PYTHON (or the oldest installed); exclude_newer: the commit's date,
     raised to the interpreter's first release (nothing older installs on it); pythonpath "src"
     for a src layout, else the root; network "loopback" when the test requirements name a
-    local-server plugin (LOCAL_SERVERS), else "none"; undated: the project's TEST_DATA.
+    local-server plugin (LOCAL_SERVERS), else "none"; undated: the row's test_data.
     """
 
     here = installed()
@@ -774,11 +754,13 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
         released = [v for v in allowed if date is not None and RELEASES[v] <= date[:10]]
         python = released[-1] if released else (DEFAULT_PYTHON if DEFAULT_PYTHON in allowed else allowed[0])
     has_project = any((snapshot / f).is_file() for f in ("setup.py", "setup.cfg", "pyproject.toml"))
-    reqs, own_extras = declared.test_requirements(snapshot)
+    row = repos.lookup(repo)
+    reqs, own_extras = declared.test_requirements(snapshot, row.test_requirement_files)
     extras = tuple(dict.fromkeys([*own_extras, *declared.test_extras(snapshot)])) if has_project else ()
-    runner, runner_args = runner_of(snapshot)
-    if runner == "pytest" and not any(_canonical(r) == "pytest" for r in reqs):
-        reqs.append("pytest")
+    runner, runner_args = row.command_at(None)
+    needed = runner_for(runner).requirement
+    if needed is not None and not any(_canonical(r) == needed for r in reqs):
+        reqs.append(needed)
     if date is not None and date < f"{RELEASES[python]}T00:00:00Z":
         date = f"{RELEASES[python]}T00:00:00Z"
     return EnvSpec(
@@ -792,7 +774,7 @@ def derive_spec(snapshot: Path, created_at: str | None) -> EnvSpec:
         runner=runner,
         runner_args=runner_args,
         network="loopback" if any(_canonical(r) in LOCAL_SERVERS for r in reqs) else "none",
-        undated=TEST_DATA.get(_project_name(snapshot) or "", ()),
+        undated=row.test_data,
     )
 
 

@@ -8,7 +8,8 @@ applied to the snapshot's files with the project's diff library (data/patching.p
 context, as `git apply` without fuzz); a patch that does not apply, or that names a path
 outside the repository ("unsafe path"), ends the run as "patch_failed", counted, with no test
 run. The tests run are the test files the test patch touches (SWE-bench's "test directives"),
-by pytest in the sandbox (sandbox.py); outcomes are read from the harness's report stream
+by the environment's test runner (runners.py: pytest, or django's runtests.py) in the sandbox
+(sandbox.py); outcomes are read from the harness's report stream
 (bootstrap.py, report.py), never from the log.
 
 Nothing the candidate writes decides its verdict (the threat model: docs/security.md):
@@ -69,23 +70,11 @@ from reward.execution.environments import (
 )
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse
+from reward.execution.runners import BOOTSTRAP, runner_for
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
 HOST_DEMO_SPEC = EnvSpec()  # the demo set's: its own files, the project's interpreter
-BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted read-only at the same path
-# -p no:cacheprovider: no .pytest_cache (and no --lf state) carried between runs;
-# --tb=line: one line per failure on the console; a real suite's hundreds of full tracebacks
-# (requests' network tests in the sandbox) would pass the output cap.
-PYTEST_ARGS = ("-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
-# django's runner and its test tree: the script, its settings (tests/test_sqlite.py) and every
-# test module live under tests/, which the runner owns whole: a candidate's change anywhere in it
-# is not applied (the fix is django's code; its tests are the test patch's).
-DJANGO_SCRIPT, DJANGO_TESTS = "tests/runtests.py", "tests"
-GUARDED_DIRS: dict[str, tuple[str, ...]] = {"pytest": (), "django": (DJANGO_TESTS,)}
-# The test classes django's tests derive from: django's own are code under test (a candidate may
-# change how SimpleTestCase or TestCase run a test), so the canaries include a pair of each.
-DJANGO_BASES = (("unittest", "TestCase"), ("django.test", "SimpleTestCase"), ("django.test", "TestCase"))
 
 
 @dataclass(frozen=True)
@@ -232,7 +221,7 @@ class Runner:
             return fail("env_failed", str(exc))
         own_tests = job.test_patch is None and not job.tests
         test_patch = inst.test_patch if own_tests else job.test_patch
-        owned = GUARDED_DIRS[spec.runner]
+        owned = runner_for(spec.runner).guarded_dirs
         try:
             tests = list(job.tests) or test_files(test_patch)
             if not tests and own_tests and not test_patch:
@@ -310,31 +299,10 @@ class Runner:
 
 
 def command(python: str, spec: EnvSpec, tests: list[str]) -> tuple[list[str], Canaries]:
-    """The test process's argv for the environment's runner, and the canaries it runs with
-    (an empty argv: none of `tests` is a test module that runner takes).
-
-    pytest   the test files and the canary file as pytest's arguments (SWE-bench's test
-             directives are the test patch's files)
-    django   `tests/runtests.py --verbosity 2 RUNNER_ARGS LABELS`, as SWE-bench runs it: each
-             test file under tests/ as its dotted module label (tests/admin_views/tests.py ->
-             admin_views.tests), the canary module's label last"""
+    """The test process's argv for the environment's runner (runners.py), and the canaries it
+    runs with (an empty argv: none of `tests` is a test module that runner takes)."""
     root = spec.pythonpath[0] if spec.pythonpath else "."
-    if spec.runner == "django":
-        modules = [t for t in tests if t.startswith(DJANGO_TESTS + "/")]
-        canaries = Canaries.unittest_beside(modules, root, DJANGO_TESTS, DJANGO_BASES)
-        labels = [django_label(t) for t in modules]
-        if not labels:
-            return [], canaries
-        args = ["--unittest", DJANGO_SCRIPT, "--verbosity", "2", *spec.runner_args, *labels, canaries.label]
-        return [python, "-s", "-B", BOOTSTRAP, *args], canaries
-    canaries = Canaries.beside(tests, root)
-    return [python, "-s", "-B", BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path], canaries
-
-
-def django_label(path: str) -> str:
-    """A test file under tests/ as runtests.py's dotted label (a package's __init__.py: the package)."""
-    parts = PurePosixPath(path).relative_to(DJANGO_TESTS).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+    return runner_for(spec.runner).command(python, spec.runner_args, root, tests)
 
 
 def patched_files(
@@ -346,7 +314,7 @@ def patched_files(
 ) -> tuple[dict[str, str | None], tuple[str, ...]]:
     """New content of every file the patches touch (None = deleted), and the candidate's
     guarded paths that were left out (guard.py; `roots`: the folders the tests import from;
-    `guarded_dirs`: folders the runner owns whole, GUARDED_DIRS).
+    `guarded_dirs`: folders the runner owns whole, runners.TestRunner.guarded_dirs).
     The candidate is applied to the snapshot; the test patch to the snapshot's version of
     every file it touches and the candidate's of the rest."""
     changes = _applied(snapshot, candidate, {})

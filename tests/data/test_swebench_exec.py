@@ -11,7 +11,6 @@ from data.git.repo import Repo
 from data.swebench_exec import (
     Drop,
     environment,
-    load_specs,
     matches_gold,
     mined_test_patch,
     pre_install_requirements,
@@ -19,6 +18,7 @@ from data.swebench_exec import (
     spec_for,
     spec_version,
 )
+from reward.execution import repos
 
 
 def _diff(path: str, old: str, new: str) -> str:
@@ -124,9 +124,9 @@ def test_a_tagged_release_line_takes_the_specs_name_for_it_or_the_newest_listed_
 def test_scikit_learns_spec_builds_with_its_own_packages_from_its_quoted_list():
     """Its packages are shell words ('numpy==1.19.2'), its install passes pip options before
     the project and builds without isolation: the project's build-requires stay out."""
-    spec = spec_for(load_specs(), "scikit-learn/scikit-learn", "1.3")
+    spec = spec_for(repos.swebench_specs(), "scikit-learn/scikit-learn", "1.3")
     env = environment(spec, [], lambda rel: None, "2023-06-30T00:00:00Z")
     assert env.install == "snapshot" and env.build_requires is False
     assert env.requirements[:3] == ("numpy==1.19.2", "scipy==1.5.2", "cython==3.0.10")
-    astropy = environment(spec_for(load_specs(), "astropy/astropy", "5.1"), [], lambda rel: None, None)
+    astropy = environment(spec_for(repos.swebench_specs(), "astropy/astropy", "5.1"), [], lambda rel: None, None)
     assert astropy.build_requires and "build_requires" not in astropy.to_json()  # the default, omitted

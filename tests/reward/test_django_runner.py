@@ -25,11 +25,12 @@ import pytest
 from conf.config import ExecutionConfig
 from data.patching import make_patch
 from data.schema import Instance
-from data.swebench_exec import locale_only, suite_command
-from reward.execution import sandbox
+from data.swebench_exec import locale_only
+from reward.execution import repos, sandbox
 from reward.execution.environments import EnvSpec
 from reward.execution.report import Canaries
-from reward.execution.runner import Runner, TestJob, command, django_label
+from reward.execution.runner import Runner, TestJob, command
+from reward.execution.runners import Django, runner_for
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
 
@@ -142,8 +143,9 @@ def job(patch: str, **kw) -> TestJob:
 
 
 def test_labels_are_runtests_dotted_modules_and_the_canaries_share_the_last_package():
-    assert django_label("tests/admin_views/tests.py") == "admin_views.tests"
-    assert django_label("tests/template_tests/filter_tests/__init__.py") == "template_tests.filter_tests"
+    assert Django().label("tests/admin_views/tests.py") == "admin_views.tests"
+    assert Django().label("tests/template_tests/filter_tests/__init__.py") == "template_tests.filter_tests"
+    assert runner_for("django").guarded_dirs == ("tests",) and runner_for("pytest").guarded_dirs == ()
     argv, canaries = command(
         "/py", dataclasses.replace(SPEC, runner_args=("--settings=test_sqlite",)), ["tests/a/b.py"]
     )
@@ -177,9 +179,10 @@ def test_the_runner_is_part_of_the_spec_but_not_of_the_environment_it_builds(tmp
 
 
 def test_swebench_command_and_locale_of_django_specs():
-    assert suite_command("django/django", "4.2") == ("django", ("--settings=test_sqlite", "--parallel", "1"))
-    assert suite_command("django/django", "1.9") == ("django", ())
-    assert suite_command("psf/requests", "2.0") == ("pytest", ())
+    django = repos.lookup("django/django")
+    assert django.command_at("4.2") == ("django", ("--settings=test_sqlite", "--parallel", "1"))
+    assert django.command_at("1.9") == ("django", ())
+    assert repos.lookup("psf/requests").command_at("2.0") == ("pytest", ())
     locale = ["apt-get update && apt-get install -y locales", "echo 'en_US UTF-8' > /etc/locale.gen"]
     assert locale_only({"pre_install": [*locale, "locale-gen en_US.UTF-8"]})
     assert not locale_only({"pre_install": [*locale, "apt-get install -y libmemcached-dev"]})

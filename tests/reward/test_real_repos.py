@@ -63,7 +63,7 @@ def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
         },
         "Initial commit",
     )
-    spec = derive_spec(repo.path, "2022-03-01T10:00:00+02:00")
+    spec = derive_spec(repo.path, "2022-03-01T10:00:00+02:00", "acme/widget")
     assert spec == EnvSpec(
         snapshot="git",
         python="3.10",  # the oldest installed that python_requires admits
@@ -77,15 +77,17 @@ def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
 
 def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_time(tmp_path, here):
     snapshot = _project(tmp_path, {"setup.py": "setup(name='old')\n", "old.py": ""})
-    spec = derive_spec(snapshot, "2021-12-24T00:00:00Z")
+    spec = derive_spec(snapshot, "2021-12-24T00:00:00Z", "acme/old")
     assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.10", ("pytest",), (".",), ())
     # A commit older than every installed interpreter: the oldest, resolved as of its release.
-    spec = derive_spec(snapshot, "2012-09-13T06:36:36Z")
+    spec = derive_spec(snapshot, "2012-09-13T06:36:36Z", "acme/old")
     assert (spec.python, spec.exclude_newer) == ("3.9", "2020-10-05T00:00:00Z")
 
 
 def test_a_project_whose_tests_download_their_data_gets_the_data_package_undated(tmp_path, here, monkeypatch):
-    spec = derive_spec(_project(tmp_path, {"setup.py": "setup(name='pydicom')\n"}), "2021-08-04T15:22:07Z")
+    spec = derive_spec(
+        _project(tmp_path, {"setup.py": "setup(name='pydicom')\n"}), "2021-08-04T15:22:07Z", "pydicom/pydicom"
+    )
     assert spec.undated == ("pydicom-data",) and spec.exclude_newer == "2021-08-04T15:22:07Z"
     assert EnvSpec.from_json(spec.to_json()) == spec
     # The build holds every package to the date but the undated ones, in one resolution.
@@ -195,7 +197,7 @@ def test_test_ids_name_the_environment_the_same_way_on_every_node():
 
 
 def test_derive_spec_of_a_tree_without_a_project_installs_nothing(tmp_path, here):
-    spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None)
+    spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None, "acme/lib")
     assert (spec.install, spec.requirements, spec.exclude_newer, spec.python) == ("none", ("pytest",), None, "3.9")
 
 
@@ -278,9 +280,9 @@ def test_with_loopback_a_local_server_works_and_the_hosts_loopback_stays_unreach
 
 def test_derive_spec_gives_the_loopback_to_suites_with_a_local_server(tmp_path, here):
     snapshot = _project(tmp_path, {"setup.py": "", "requirements-dev.txt": "pytest-httpbin==2.1.0\n"})
-    assert derive_spec(snapshot, None).network == "loopback"
+    assert derive_spec(snapshot, None, "acme/served").network == "loopback"
     (tmp_path / "requirements-dev.txt").write_text("pytest\n")
-    assert derive_spec(snapshot, None).network == "none"
+    assert derive_spec(snapshot, None, "acme/served").network == "none"
 
 
 def test_parse_clone_reads_owner_name_equals_path(tmp_path):
@@ -350,9 +352,10 @@ def _rows() -> list[dict]:
 
 @needs_rows
 def test_swebench_specs_become_environments():
-    from data.swebench_exec import environment, load_specs, spec_for
+    from data.swebench_exec import environment, spec_for
+    from reward.execution import repos
 
-    specs = load_specs()
+    specs = repos.swebench_specs()
     requirements_dev = "flake8\n-r requirements.txt\ntypes-pkg_resources\npytest\n-e .\n"
     files = {"requirements_dev.txt": requirements_dev, "requirements.txt": "click>=7.1\n"}
     got = {}
@@ -465,7 +468,7 @@ def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_pat
 @pytest.mark.skipif(sandbox.available() is not None, reason="no sandbox here")
 def test_a_sympy_lite_row_runs_under_the_harness_pytest(tmp_path):
     """SWE-bench runs sympy with `bin/test`; its suite also runs under pytest (its conftest.py
-    makes sympy's XFAIL and SKIP pytest's), which UNDER_PYTEST adds to the environment. The PR's
+    makes sympy's XFAIL and SKIP pytest's), which sympy's row in repos.py adds to the environment. The PR's
     branch left master before the row's base commit: its test patch is taken from the merge
     base (`base...head`)."""
     _, git = _lite_row("sympy/sympy", "sympy__sympy-20590", tmp_path)
@@ -480,7 +483,7 @@ def test_a_sympy_lite_row_runs_under_the_harness_pytest(tmp_path):
 def test_a_requests_lite_row_whose_suite_calls_httpbin_org_is_kept_with_the_stand_in(tmp_path):
     """psf__requests-2317's suite (2014) sends its requests to http://httpbin.org: without a
     network its tests failed on name resolution and the row had no FAIL_TO_PASS. Its
-    environment names the httpbin stand-in (STAND_INS), served inside the sandbox (issue 26)."""
+    environment names the httpbin stand-in (its row's services, repos.py), served inside the sandbox."""
     _, git = _lite_row("psf/requests", "psf__requests-2317", tmp_path)
     (inst,) = read_instances(str(tmp_path / "exec"), 0)
     env = EnvSpec.from_json(inst.environment)

@@ -1,0 +1,108 @@
+"""Test runners: how a suite's tests are started, recorded and checked, one registered entry each.
+
+An environment names its runner (`EnvSpec.runner`; a repository's is its row in repos.py), and
+runner.py asks that entry, through one interface, for everything that depends on it:
+
+    command(python, runner_args, import_root, tests)
+                    the test process's argv (always the harness's bootstrap.py first, which
+                    starts the entry's recorder before any repository code: pytest's plugin,
+                    or unittest's TestResult with `--unittest`) and the canaries it runs with
+                    (report.py: a pytest file, or a unittest module labelled like the tests);
+                    an empty argv when none of `tests` is a test module the runner takes
+    guarded_dirs    folders the runner owns whole: a candidate's change anywhere in them is not
+                    applied (guard.py's "owned"), since the runner's script and settings live there
+    requirement     the package a derived environment adds when its test requirements do not
+                    name it (environments.derive_spec); None when the repository carries its runner
+
+    pytest      the test files and the canary file as pytest's arguments (SWE-bench's test
+                directives are the test patch's files)
+    django      `tests/runtests.py --verbosity 2 RUNNER_ARGS LABELS`, as SWE-bench runs it:
+                each test file under tests/ as its dotted module label
+                (tests/admin_views/tests.py -> admin_views.tests), the canary module's label last
+
+A runner for another framework is one subclass here with `@RUNNERS.register("name")`; an
+environment can name it at once (EnvSpec checks the name against RUNNERS). The threat model of
+everything the command starts is runner.py's and docs/security.md's.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path, PurePosixPath
+from typing import ClassVar
+
+from conf.registry import Registry
+from reward.execution.report import Canaries
+
+BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted read-only at the same path
+# `-s`: no user site; `-B`: no bytecode written into the overlay (bootstrap.py says why).
+_PYTHON_FLAGS = ("-s", "-B")
+
+
+class TestRunner(ABC):
+    """One way of running a suite under the harness's recorder; its class is registered, and
+    each use builds a fresh (stateless) instance."""
+
+    __test__ = False  # not a pytest test class
+    guarded_dirs: ClassVar[tuple[str, ...]] = ()
+    requirement: ClassVar[str | None] = None
+
+    @abstractmethod
+    def command(
+        self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]
+    ) -> tuple[list[str], Canaries]:
+        """The argv of the test process and its canaries (module docstring)."""
+
+
+RUNNERS: Registry[type[TestRunner]] = Registry("test runner", "environment.runner")
+
+
+def runner_for(name: str) -> TestRunner:
+    """The runner an environment names; an unknown name lists the registered ones."""
+    return RUNNERS.get(name)()
+
+
+# -p no:cacheprovider: no .pytest_cache (and no --lf state) carried between runs;
+# --tb=line: one line per failure on the console; a real suite's hundreds of full tracebacks
+# (requests' network tests in the sandbox) would pass the output cap.
+PYTEST_ARGS = ("-p", "no:cacheprovider", "-q", "-rN", "--tb=line")
+
+
+@RUNNERS.register("pytest")
+class Pytest(TestRunner):
+    requirement = "pytest"
+
+    def command(
+        self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]
+    ) -> tuple[list[str], Canaries]:
+        canaries = Canaries.beside(tests, import_root)
+        return [python, *_PYTHON_FLAGS, BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path], canaries
+
+
+@RUNNERS.register("django")
+class Django(TestRunner):
+    """django's tests/runtests.py. The script, its settings (tests/test_sqlite.py) and every test
+    module live under tests/, which the runner owns whole (the fix is django's code; its tests
+    are the test patch's)."""
+
+    script, tests = "tests/runtests.py", "tests"
+    guarded_dirs = ("tests",)
+    # The test classes django's tests derive from: django's own are code under test (a candidate
+    # may change how SimpleTestCase or TestCase run a test), so the canaries include a pair of each.
+    bases = (("unittest", "TestCase"), ("django.test", "SimpleTestCase"), ("django.test", "TestCase"))
+
+    def command(
+        self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]
+    ) -> tuple[list[str], Canaries]:
+        modules = [t for t in tests if t.startswith(self.tests + "/")]
+        canaries = Canaries.unittest_beside(modules, import_root, self.tests, self.bases)
+        labels = [self.label(t) for t in modules]
+        if not labels:
+            return [], canaries
+        args = ["--unittest", self.script, "--verbosity", "2", *runner_args, *labels, canaries.label]
+        return [python, *_PYTHON_FLAGS, BOOTSTRAP, *args], canaries
+
+    def label(self, path: str) -> str:
+        """A test file under tests/ as runtests.py's dotted label (a package's __init__.py: the package)."""
+        parts = PurePosixPath(path).relative_to(self.tests).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
