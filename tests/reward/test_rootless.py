@@ -15,6 +15,7 @@ paths the run needs bound back into it. No permission on the host changes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,12 +91,13 @@ class Unprivileged:
         )
 
 
-@pytest.fixture(scope="module")
-def unprivileged(tmp_path_factory):
+@contextlib.contextmanager
+def unprivileged_user(home: Path) -> Iterator[Unprivileged]:
+    """USER (made if missing) with `home` and a delegated cgroup of each v1 controller, removed
+    after (bench/rootless.py uses it too). Skips where the controllers are not v1."""
     if subprocess.run(["id", "-u", USER], capture_output=True).returncode != 0:
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
     uid = int(subprocess.run(["id", "-u", USER], capture_output=True, text=True, check=True).stdout)
-    home = tmp_path_factory.mktemp("rootless-home")
     home.chmod(0o755)
     os.chown(home, uid, uid)
     layout = cgroups.hierarchy()
@@ -106,12 +109,20 @@ def unprivileged(tmp_path_factory):
         folder.mkdir()
         for path in [folder, *folder.iterdir()]:
             os.chown(path, uid, uid)
-    yield Unprivileged(uid, home, f"/{name}")
-    for folder in delegated:  # the runs' own cgroups are gone; swe_rl_sandbox and the root remain
-        for path in sorted(folder.rglob("*"), reverse=True):
-            if path.is_dir():
-                path.rmdir()
-        folder.rmdir()
+    try:
+        yield Unprivileged(uid, home, f"/{name}")
+    finally:
+        for folder in delegated:  # the runs' own cgroups are gone by now: only empty folders remain
+            for path in sorted(folder.rglob("*"), reverse=True):
+                if path.is_dir():
+                    path.rmdir()
+            folder.rmdir()
+
+
+@pytest.fixture(scope="module")
+def unprivileged(tmp_path_factory):
+    with unprivileged_user(tmp_path_factory.mktemp("rootless-home")) as user:
+        yield user
 
 
 def _collected(files: tuple[str, ...]) -> int:
