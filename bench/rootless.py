@@ -13,6 +13,8 @@ of each, so that drift on a noisy machine falls on both):
   bare      `subprocess.run(["true"])` in the same child: the machine's own process start
 
 Prints one JSON object: each mode's medians (ms, the median over rounds) and rootless / root.
+With --redteam it runs bench/redteam.py as root and then as the test user instead, and prints
+each one's table (the attack classes, attempts, and how many forged or escaped).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--commands", type=int, default=100)
+    parser.add_argument("--redteam", action="store_true", help="bench/redteam.py as root, then rootless")
     parser.add_argument("--measure", action="store_true", help="(internal) one child's figures")
     args = parser.parse_args()
     sizes = ["--runs", str(args.runs), "--commands", str(args.commands)]
@@ -87,6 +90,13 @@ def main() -> None:
     child = [sys.executable, str(Path(__file__).resolve()), "--measure", *sizes]
     rounds: dict[str, list[dict[str, float]]] = {"root": [], "rootless": []}
     with tempfile.TemporaryDirectory() as home, unprivileged_user(Path(home)) as user:
+        if args.redteam:
+            redteam = [sys.executable, str(ROOT / "bench" / "redteam.py")]
+            as_root = subprocess.run(redteam, capture_output=True, text=True, cwd=ROOT)
+            rootless = user.run(redteam, {cgroups.ROOT_ENV: user.cgroup_root}, timeout=3600)
+            for mode, done in (("root", as_root), ("rootless", rootless)):
+                print(f"== {mode} (exit {done.returncode})\n{done.stdout.strip()}\n{done.stderr.strip()[-3000:]}")
+            return
         for _ in range(args.rounds):
             done = subprocess.run(child, capture_output=True, text=True, check=True, cwd=ROOT)
             rounds["root"].append(json.loads(done.stdout.splitlines()[-1]))

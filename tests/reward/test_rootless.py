@@ -80,7 +80,11 @@ class Unprivileged:
                 stage = self.home / f".stage-{index}-{name}"
                 lines += [f"mkdir -p '{hidden / name}'", f"mount --move '{stage}' '{hidden / name}'"]
         lines.append(f'exec setpriv --reuid={self.uid} --regid={self.uid} --clear-groups "$@"')
-        variables = {"HOME": str(self.home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", **env}
+        # The host's environment (its CA bundle and package index settings reach PyPI from here),
+        # less what is root's own or this test's, then the run's settings.
+        own = {"HOME", "USER", "LOGNAME", "PWD", "OLDPWD", "MAIL", cgroups.LIMITS_ENV, cgroups.ROOT_ENV}
+        inherited = {k: v for k, v in os.environ.items() if k not in own and not k.startswith("PYTEST")}
+        variables = {**inherited, "HOME": str(self.home), "PATH": "/usr/local/bin:/usr/bin:/bin", **env}
         command = ["env", "-i", *(f"{k}={v}" for k, v in variables.items()), *argv]
         return subprocess.run(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines), "sh", *command],
