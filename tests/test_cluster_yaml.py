@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
+import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -109,6 +110,18 @@ def test_setup_installs_the_gpu_extra_on_python_311_and_shares_storage_and_token
     assert cfg["head_setup_commands"][: len(cfg["setup_commands"])] == cfg["setup_commands"]
     assert any("boto3" in c for c in cfg["head_setup_commands"])
     assert cfg["file_mounts"] == {"~/swe-rl-ray": ".", "~/.ray/auth_token": "~/.ray/auth_token"}
+
+
+def test_every_command_ray_runs_on_a_node_is_whole_bash():
+    """Each command as YAML hands it to Ray is valid bash (`bash -n`): a plain scalar cut short by
+    a " #" YAML took for a comment leaves a quote open, which only `ray up` would otherwise find."""
+    cfg = _prepared(_raw())
+    kinds = ("head_setup_commands", "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands")
+    for command in {c for kind in kinds for c in cfg[kind]}:
+        proc = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
+        assert proc.returncode == 0, (command, proc.stderr)
+    markers = [c for c in cfg["setup_commands"] if ">> ~/.bashrc" in c]
+    assert markers and all(re.search(r"grep -q (\S+) .*  # \1' >> ~/.bashrc$", c) for c in markers)
 
 
 @pytest.mark.parametrize(
