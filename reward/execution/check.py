@@ -231,7 +231,8 @@ def _user_name(uid: int) -> str:
 
 def node_name() -> str:
     """This node as Ray names it (its IP) inside a Ray worker, else the host's name."""
-    if "ray" in sys.modules:  # imported only where Ray already is: the command does not pay ~0.5 s for it
+    if "ray" in sys.modules:
+        # Here, not at the top: imported only where Ray already is, so the command does not pay ~0.5 s for it.
         import ray
 
         if ray.is_initialized():
