@@ -19,7 +19,7 @@ all go through one pool:
                  the reason. One stuck job never stalls the pool.
     counters     test runs, their sandbox seconds, timeouts, environment builds, runner
                  restarts, lost jobs, forged (tampered) and unreadable reports, unsafe paths,
-                 guarded files: `stats()`, in the trainer's metrics when it runs tests; a
+                 guarded files, uncapped runs: `stats()`, in the trainer's metrics when it runs tests; a
                  tampered or unreadable report is logged with its patch
 
 `TestPool` is the driver's handle: it starts the coordinator, submits a list of jobs, shows
@@ -67,6 +67,7 @@ class PoolCoordinator:
             "test_bad_reports": 0,  # a report stream the recorder does not write
             "test_unsafe_paths": 0,  # patches naming a path outside the repository
             "test_guarded_files": 0,  # candidate files not applied (conftest.py, pytest.ini, ...)
+            "test_uncapped": 0,  # runs without their memory and pids caps (SWE_RL_LIMITS=best_effort)
         }
         self.deadline_s = cfg.wall_s + cfg.build_timeout_s + _MARGIN_S
 
@@ -123,6 +124,7 @@ class PoolCoordinator:
         self.counters["test_bad_reports"] += run.status == "bad_report"
         self.counters["test_unsafe_paths"] += run.status == "patch_failed" and "unsafe path" in (run.reason or "")
         self.counters["test_guarded_files"] += len(run.guarded)
+        self.counters["test_uncapped"] += run.uncapped
         if run.status in ("tampered", "bad_report"):
             # The patch that forged (or broke) its report, for whoever reads the run's log.
             log.warning(

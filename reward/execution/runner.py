@@ -117,6 +117,7 @@ class TestRun:
     log: str = ""  # the end of pytest's output
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
     guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (guard.py)
+    uncapped: bool = False  # ran without its memory and pids caps (SWE_RL_LIMITS=best_effort: cgroups.py)
 
 
 def test_files(test_patch: str | None) -> list[str]:
@@ -265,6 +266,7 @@ class Runner:
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
+        done["uncapped"] = result.uncapped
         return self._verdict(job, result, canaries, env.ro_paths, own_tests, done)
 
     @staticmethod

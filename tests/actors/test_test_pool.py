@@ -14,7 +14,7 @@ from conf.config import ExecutionConfig
 from conf.errors import UserError
 from data.demo import load_demo_rows
 from data.schema import Instance
-from reward.execution import sandbox
+from reward.execution import check, sandbox
 from reward.execution.check import NodeNotReady
 from reward.execution.pool import TestPool
 from reward.execution.runner import TestJob
@@ -48,6 +48,7 @@ def test_a_killed_runner_is_replaced_and_its_job_redone(local_ray, tmp_path):
         assert all(r.status == "ok" and r.resolved for r in runs), [(r.status, r.reason) for r in runs]
         stats = pool.stats()
         assert stats["test_runner_restarts"] == 1 and stats["test_lost_jobs"] == 0 and stats["test_runs"] == len(jobs)
+        assert stats["test_uncapped"] == (0 if check.verdict(check.gather()).verdict == "ready" else len(jobs))
         assert ray.get(pool.actor.runner_handles.remote())[0] != victim
     finally:
         pool.shutdown()
