@@ -5,6 +5,8 @@ provider's defaults.yaml, the setup commands and the per-type worker limits; it 
 files inside Ray, no cloud call) and `validate_config` (the JSON schema Ray ships). The AWS
 bootstrap that `ray up` runs next (IAM role, key pair, subnets, security group, AMI) needs
 boto3 and credentials, so it is out of reach here; the tests check what it would consume.
+What a node gives the test sandbox (user namespaces, the cgroup delegated to Ray's user, the
+node check) is held against the sandbox's own names (identity.py, cgroups.py).
 
 The preset is composed with Hydra exactly as `python train.py cluster=p5_512` does, validated
 by conf.config.load, and its GPU split is held against both the cluster and its own comment.
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
+import subprocess
+from pathlib import Path, PurePosixPath
 
 import jsonschema
 import pytest
@@ -23,6 +26,7 @@ from hydra import compose, initialize
 from ray.autoscaler._private.util import prepare_config, validate_config
 
 from conf import config
+from reward.execution import cgroups, identity
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER_YAML = REPO / "cluster.yaml"
@@ -109,6 +113,18 @@ def test_setup_installs_the_gpu_extra_on_python_311_and_shares_storage_and_token
     assert cfg["head_setup_commands"][: len(cfg["setup_commands"])] == cfg["setup_commands"]
     assert any("boto3" in c for c in cfg["head_setup_commands"])
     assert cfg["file_mounts"] == {"~/swe-rl-ray": ".", "~/.ray/auth_token": "~/.ray/auth_token"}
+
+
+def test_every_command_ray_runs_on_a_node_is_whole_bash():
+    """Each command as YAML hands it to Ray is valid bash (`bash -n`): a plain scalar cut short by
+    a " #" YAML took for a comment leaves a quote open, which only `ray up` would otherwise find."""
+    cfg = _prepared(_raw())
+    kinds = ("head_setup_commands", "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands")
+    for command in {c for kind in kinds for c in cfg[kind]}:
+        proc = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
+        assert proc.returncode == 0, (command, proc.stderr)
+    markers = [c for c in cfg["setup_commands"] if ">> ~/.bashrc" in c]
+    assert len(markers) == 2 and all(re.search(r"grep -q (\S+) .*  # \1' >> ~/.bashrc$", c) for c in markers)
 
 
 @pytest.mark.parametrize(
@@ -207,3 +223,66 @@ def test_the_preset_fits_node_by_node():
     # preset's comment says; snake_order deals them at most ceil(rows / ranks) per rank.
     rows = cfg.trainer.prompts_per_step * cfg.group_size
     assert -(-rows // cfg.learner.num_ranks) == cfg.learner.micro_batch_size
+
+
+# -- what the sandbox needs of a node (reward/execution/identity.py, cgroups.py, check.py) -----
+
+CGROUP2 = "/sys/fs/cgroup"  # where Ubuntu 22.04 mounts the unified hierarchy (v2 only)
+
+
+def _exported(setup: str, name: str) -> str:
+    values = re.findall(rf"echo 'export {name}=(\S+)  # ", setup)
+    assert len(values) == 1, f"{name}: exported {len(values)} times in the setup commands"
+    return values[0]
+
+
+def test_nodes_allow_the_sandbox_an_unprivileged_user_namespace(tmp_path):
+    """Every sysctl identity.forbidden() reads as a refusal is set the other way, where it exists."""
+    setup = _prepared(_raw())["setup_commands"]
+    sets = dict(
+        re.findall(r"^test ! -e /proc/sys/(\S+) \|\| sudo sysctl -w (\S+)$", c)[0] for c in setup if "sysctl" in c
+    )
+    assert sorted(sets) == ["kernel/apparmor_restrict_unprivileged_userns", "kernel/unprivileged_userns_clone"]
+    # Each command tests the file of the sysctl it sets.
+    assert all(setting.partition("=")[0] == path.replace("/", ".") for path, setting in sets.items())
+    # A kernel with the most restrictive values of both, then what the setup writes: allowed.
+    sysctl = tmp_path / "sys"
+    (sysctl / "kernel").mkdir(parents=True)
+    for path in sets:
+        (sysctl / path).write_text("1\n" if "apparmor" in path else "0\n")
+    assert identity.forbidden(sysctl) is not None
+    for path, setting in sets.items():
+        (sysctl / path).write_text(setting.partition("=")[2] + "\n")
+    assert identity.forbidden(sysctl) is None
+
+
+def test_ray_runs_in_a_child_of_the_cgroup_delegated_to_the_ssh_user_and_the_sandbox_is_told_its_name():
+    cfg = _prepared(_raw())
+    commands, user = cfg["setup_commands"], cfg["auth"]["ssh_user"]
+    setup = "\n".join(commands)
+    root = _exported(setup, cgroups.ROOT_ENV)
+    assert cgroups.Policy.from_env({cgroups.ROOT_ENV: root}).root == root == "/ray"
+    assert cgroups.LIMITS_ENV not in setup  # enforce, the default: a node that cannot cap fails its check
+    base, home = f"{CGROUP2}{root}", f"{CGROUP2}{root}/ray"  # the delegated cgroup; Ray's, a child of it
+    assert f"sudo mkdir -p {home} " in setup
+    chown = re.search(rf"sudo chown {user}:{user} (.+)$", setup, re.MULTILINE)
+    files = ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads")
+    assert chown and chown.group(1).split() == [base, *(f"{base}/{f}" for f in files)]
+    # The root offers the controllers the sandbox enables under `base` (cgroups.CONTROLLERS).
+    enabled = re.search(rf'echo "([^"]+)" \| sudo tee {CGROUP2}/cgroup.subtree_control', setup)
+    assert enabled and enabled.group(1).split() == [f"+{c}" for c in cgroups.CONTROLLERS]
+    # v2's no-internal-process rule: the cgroup under which runs' cgroups are made holds no
+    # process, so Ray lives in a child of it that is not the runs' own folder.
+    assert home != base and PurePosixPath(home).name != cgroups.PARENT
+    move = f'sudo sh -c "echo $BASHPID > {home}/cgroup.procs"'
+    for kind in ("head_start_ray_commands", "worker_start_ray_commands"):
+        start = next(c for c in cfg[kind] if "ray start" in c)
+        assert start.startswith(f"{move} || exit 1;"), kind
+    # The check runs last, in Ray's cgroup (from there a run's PID 1 may join its cgroup).
+    assert commands[-1] == f"{move} && cd ~/swe-rl-ray && python -m reward.execution.check"
+    # The project is installed before the check runs, and the cgroup made before both.
+    order = [
+        next(i for i, c in enumerate(commands) if s in c)
+        for s in ("sudo chown", "pip install", "reward.execution.check")
+    ]
+    assert order == sorted(order)

@@ -57,7 +57,7 @@ def forbidden(sysctl: Path = _SYSCTL) -> str | None:
         return (
             "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, "
             "Ubuntu 23.10 and later): allow them with `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` "
-            "or an AppArmor profile granting `userns` to the interpreter (docs/cluster.md)"
+            "or an AppArmor profile granting `userns` to /usr/bin/unshare (docs/cluster.md)"
         )
     return None
 

@@ -6,7 +6,9 @@ all go through one pool:
 
     runners      `reward.execution.num_runners` actors (reward/execution/runner.py `Runner`), each
                  `num_cpus` CPUs, independent of the rollout and reward actors; each holds its
-                 node's caches of environments and snapshots
+                 node's caches of environments and snapshots, and first runs the node check
+                 (check.py): a node that cannot run the sandbox stops the pool's start with
+                 NodeNotReady naming the node and why
     coordinator  one async actor (`PoolCoordinator`) that owns the runners: any process holding
                  its handle (the driver, a reward worker, a command) submits `run(job)`; it hands
                  the job to an idle runner and awaits it
@@ -32,9 +34,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 
 from conf.config import ExecutionConfig
+from conf.errors import UserError
 from conf.progress import Progress
 from reward.execution.runner import Runner, TestJob, TestRun
 
@@ -149,7 +152,14 @@ class TestPool:
         self.cfg = cfg
         # Concurrency: every job in flight is one waiting coroutine on the coordinator.
         self.actor = ray.remote(PoolCoordinator).options(num_cpus=0, max_concurrency=10_000).remote(cfg)
-        ray.get(self.actor.ready.remote())
+        try:
+            ray.get(self.actor.ready.remote())
+        except RayTaskError as exc:
+            ray.kill(self.actor, no_restart=True)  # and with it the runners it owns
+            # A runner's node failed its check (check.py): the driver shows its one line, not Ray's traceback.
+            if isinstance(exc.cause, UserError):
+                raise exc.cause from None
+            raise
 
     def run(self, jobs: Sequence[TestJob], what: str = "test runs") -> list[TestRun]:
         """Run every job; results in input order. Shows progress (conf/progress.py)."""

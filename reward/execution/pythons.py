@@ -59,8 +59,11 @@ def _candidates(version: str) -> list[str]:
         path = Path(entry)
         out += [str(path)] if path.is_file() else [str(path / "bin" / name), str(path / "usr" / "bin" / name)]
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    if pyenv.is_dir():
-        out += [str(p / "bin" / name) for p in sorted(pyenv.iterdir()) if p.name.startswith(f"{version}.")]
+    try:  # another user's pyenv (HOME left at /root by runuser or sudo) is none of this user's
+        versions = sorted(pyenv.iterdir()) if pyenv.is_dir() else []
+    except PermissionError:
+        versions = []
+    out += [str(p / "bin" / name) for p in versions if p.name.startswith(f"{version}.")]
     which = shutil.which(name)
     out += [which] if which else []
     out += [f"/usr/bin/{name}", f"/usr/local/bin/{name}"]

@@ -60,7 +60,7 @@ from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import cgroups, sandbox, services
+from reward.execution import cgroups, check, sandbox, services
 from reward.execution.environments import (
     Environment,
     EnvironmentFailed,
@@ -172,7 +172,9 @@ class Runner:
         self.snapshots = Snapshots(cache / "snapshots", cfg.repos)
 
     def ready(self) -> int:
-        """The runner's process id (a readiness probe)."""
+        """The runner's process id, once its node passed the node check (check.py): on a node
+        that cannot run the sandbox the job stops here, NodeNotReady naming the node and why."""
+        check.require(self.cfg.cache_dir)
         return os.getpid()
 
     def session(self, instance: Instance) -> Session:

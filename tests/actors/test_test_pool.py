@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -10,9 +11,11 @@ import ray
 
 from actors.cluster.join import loopback_only
 from conf.config import ExecutionConfig
+from conf.errors import UserError
 from data.demo import load_demo_rows
 from data.schema import Instance
-from reward.execution import sandbox
+from reward.execution import check, sandbox
+from reward.execution.check import NodeNotReady
 from reward.execution.pool import TestPool
 from reward.execution.runner import TestJob
 
@@ -45,6 +48,7 @@ def test_a_killed_runner_is_replaced_and_its_job_redone(local_ray, tmp_path):
         assert all(r.status == "ok" and r.resolved for r in runs), [(r.status, r.reason) for r in runs]
         stats = pool.stats()
         assert stats["test_runner_restarts"] == 1 and stats["test_lost_jobs"] == 0 and stats["test_runs"] == len(jobs)
+        assert stats["test_uncapped"] == (0 if check.verdict(check.gather()).verdict == "ready" else len(jobs))
         assert ray.get(pool.actor.runner_handles.remote())[0] != victim
     finally:
         pool.shutdown()
@@ -131,3 +135,22 @@ def test_final_patches_are_scored_by_their_test_runs_and_an_empty_one_runs_none(
         reward.shutdown()
     assert [r.reward for r in results] == rewards and [r.resolved for r in results] == [True, False]
     assert results[1].error == "unresolved" and runs == 1  # the oracle's run only
+
+
+def test_a_node_that_fails_its_check_stops_the_pool_with_the_node_and_why(local_ray, tmp_path):
+    """The runner's NodeNotReady crosses two actors (runner, coordinator) and reaches the driver
+    as itself, its one-line message whole (pool.py unwraps Ray's RayTaskError), and the
+    coordinator it started is gone (its CPUs are free for the next pool)."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with pytest.raises(NodeNotReady) as info:
+        TestPool(ExecutionConfig(num_runners=1, num_cpus=0.5, cache_dir=str(blocked / "cache")))
+    assert type(info.value) is NodeNotReady and isinstance(info.value, UserError)
+    assert str(info.value) == (
+        f"node {ray.util.get_node_ip_address()} is not ready to run tests: {blocked} is not a folder "
+        "(`python -m reward.execution.check` on it shows the node's state; docs/cluster.md)"
+    )
+    deadline = time.monotonic() + 60  # actors' resources come back asynchronously
+    while ray.available_resources().get("CPU", 0.0) < 2.0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0.0) == 2.0  # the failed pool's runner did not outlive it
