@@ -3,7 +3,8 @@
 Users run Ray as a plain user (the cluster preset's `ubuntu`); CI runs as root. So these tests
 make a user (`useradd`), delegate it a cgroup of each controller (v1 here: the folder chowned to
 it, as docs/cluster.md says for a node), and run, as that user: the containment, escape,
-forgery and session suites (every attack class of bench/redteam.py that runs in a sandbox),
+forgery, environment-build and session suites (every attack class of bench/redteam.py that runs
+in a sandbox; bench/rootless.py --redteam runs the whole bench so),
 expecting every test to pass as it does as root; a run whose caps cannot be set, refused or,
 with best effort, run uncapped and flagged; and what only rootless has (the command is PID 1's
 user: no capability, no ptrace of PID 1, no signal to it).
@@ -37,6 +38,7 @@ SUITES = (
     "tests/reward/test_escapes.py",
     "tests/reward/test_forgery.py",
     "tests/reward/test_workspace.py",
+    "tests/reward/test_env_build.py",
 )
 _TOOLS = ("useradd", "setpriv", "unshare", "mount")
 
