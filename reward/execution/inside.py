@@ -354,6 +354,9 @@ def main(spec_path: str) -> int:
     # the chroot no path names it.
     upper = os.open(Path(spec["scratch"]) / "upper" / "data", os.O_RDONLY | os.O_DIRECTORY) if "session" in spec else -1
     serving = _load_paths(str(Path(__file__).with_name("workspace_inside.py"))) if "session" in spec else None
+    # The root's own folder read-only (its mounts keep theirs): nothing can be made beside them.
+    # As root nobody could not write it anyway; rootless its tmpfs belongs to the command's user.
+    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.chroot(root)
     os.chdir("/")
     if failed is None:

@@ -168,6 +168,7 @@ PROBE = textwrap.dedent(
         "kill -INT 1 2>/dev/null; kill -TERM 1 2>/dev/null; sleep 0.2; echo still-here;"
         "unshare -U -r true 2>/dev/null && echo userns-made || echo userns-refused;"
         "mount -t tmpfs x /tmp 2>/dev/null && echo mounted || echo mount-refused;"
+        "mkdir /planted 2>/dev/null && echo root-writable || echo root-read-only;"
         "echo new > /testbed/b.py && cat /testbed/b.py; ls /root 2>&1 | head -c 0; ls / | tr '\\\\n' ' '"
     )
     try:
@@ -194,7 +195,7 @@ def test_the_command_holds_nothing_of_pid_1_rootless(unprivileged):
         assert int(fields[caps], 16) == 0, (caps, fields[caps])
     assert fields["NoNewPrivs"].strip() == "1"
     words = got["out"].split()
-    assert {"fd-closed", "still-here", "userns-refused", "mount-refused", "new"} <= set(words)
+    assert {"fd-closed", "still-here", "userns-refused", "mount-refused", "root-read-only", "new"} <= set(words)
     assert "root" not in words and "home" not in words  # the host's home folders do not exist there
 
 
