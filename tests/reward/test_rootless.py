@@ -66,8 +66,8 @@ def _hidden(paths: list[Path]) -> dict[Path, set[str]]:
 class Unprivileged:
     """Runs commands as USER, with a view of the paths the interpreter and the project need."""
 
-    def __init__(self, uid: int, home: Path, cgroup_root: str) -> None:
-        self.uid, self.home, self.cgroup_root = uid, home, cgroup_root
+    def __init__(self, uid: int, gid: int, home: Path, cgroup_root: str) -> None:
+        self.uid, self.gid, self.home, self.cgroup_root = uid, gid, home, cgroup_root
         needed = [Path(sys.base_prefix).resolve(), Path(sys.prefix), Path(sys.executable).resolve(), ROOT]
         self.view = _hidden(needed)
 
@@ -81,7 +81,7 @@ class Unprivileged:
             for name in sorted(names):
                 stage = self.home / f".stage-{index}-{name}"
                 lines += [f"mkdir -p '{hidden / name}'", f"mount --move '{stage}' '{hidden / name}'"]
-        lines.append(f'exec setpriv --reuid={self.uid} --regid={self.uid} --clear-groups "$@"')
+        lines.append(f'exec setpriv --reuid={self.uid} --regid={self.gid} --clear-groups "$@"')
         # The host's environment (its CA bundle and package index settings reach PyPI from here),
         # less what is root's own or this test's, then the run's settings.
         own = {"HOME", "USER", "LOGNAME", "PWD", "OLDPWD", "MAIL", cgroups.LIMITS_ENV, cgroups.ROOT_ENV}
@@ -103,9 +103,12 @@ def unprivileged_user(home: Path) -> Iterator[Unprivileged]:
     after (bench/rootless.py uses it too). Skips where the controllers are not v1."""
     if subprocess.run(["id", "-u", USER], capture_output=True).returncode != 0:
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-    uid = int(subprocess.run(["id", "-u", USER], capture_output=True, text=True, check=True).stdout)
+    uid, gid = (
+        int(subprocess.run(["id", flag, USER], capture_output=True, text=True, check=True).stdout)
+        for flag in ("-u", "-g")
+    )
     home.chmod(0o755)
-    os.chown(home, uid, uid)
+    os.chown(home, uid, gid)
     layout = cgroups.hierarchy()
     if any(layout.where(c) != "v1" for c in cgroups.CONTROLLERS):
         pytest.skip(f"delegating a cgroup here is written for v1 controllers; this host: {layout.describe()}")
@@ -114,9 +117,9 @@ def unprivileged_user(home: Path) -> Iterator[Unprivileged]:
     for folder in delegated:  # v1 delegation: the folder and its files belong to the user
         folder.mkdir()
         for path in [folder, *folder.iterdir()]:
-            os.chown(path, uid, uid)
+            os.chown(path, uid, gid)
     try:
-        yield Unprivileged(uid, home, f"/{name}")
+        yield Unprivileged(uid, gid, home, f"/{name}")
     finally:
         for folder in delegated:  # the runs' own cgroups are gone by now: only empty folders remain
             for path in sorted(folder.rglob("*"), reverse=True):
