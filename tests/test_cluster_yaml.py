@@ -261,7 +261,7 @@ def test_ray_runs_in_a_child_of_the_cgroup_delegated_to_the_ssh_user_and_the_san
     commands, user = cfg["setup_commands"], cfg["auth"]["ssh_user"]
     setup = "\n".join(commands)
     root = _exported(setup, cgroups.ROOT_ENV)
-    assert cgroups.Policy.from_env({cgroups.ROOT_ENV: root}).root == root == "/ray"
+    assert cgroups.CapPolicy.from_env({cgroups.ROOT_ENV: root}).root == root == "/ray"
     assert cgroups.LIMITS_ENV not in setup  # enforce, the default: a node that cannot cap fails its check
     base, home = f"{CGROUP2}{root}", f"{CGROUP2}{root}/ray"  # the delegated cgroup; Ray's, a child of it
     assert f"sudo mkdir -p {home} " in setup
