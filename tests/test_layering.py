@@ -122,6 +122,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 RUN_AND_IMPORTED = {
     "actors.cluster.reaper",  # join starts it as the run's reaper process; join and quiet use its helpers
     "learner.plot",  # the run log draws the curves at the end; `python -m learner.plot` a saved run's
+    "reward.execution.check",  # every test runner checks its node at start; `python -m` checks one by hand
 }
 MAX_TOP_LEVEL = {"actors": 12, "data": 12}
 NOT_MODULES = ("data/demo/src/",)  # the demo set's sources: code of fictional repositories
