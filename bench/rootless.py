@@ -26,20 +26,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def _median_ms(fn: Callable[[], object], n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+from bench.workspace import median_ms  # noqa: E402
 
 
 def measure(runs: int, commands: int) -> dict[str, float]:
@@ -57,8 +49,8 @@ def measure(runs: int, commands: int) -> dict[str, float]:
     env = Environments(work / "envs").ensure(EnvSpec())
     for _ in range(3):  # warm: page cache, the spares
         sandbox.run(["/bin/true"], snapshot=snapshot)
-    figures = {"bare": _median_ms(lambda: subprocess.run(["true"]), runs)}
-    figures["run"] = _median_ms(lambda: sandbox.run(["/bin/true"], snapshot=snapshot), runs)
+    figures = {"bare": median_ms(lambda: subprocess.run(["true"]), runs)}
+    figures["run"] = median_ms(lambda: sandbox.run(["/bin/true"], snapshot=snapshot), runs)
     starts = []
     for _ in range(10):
         time.sleep(0.1)  # the spare taken is replaced meanwhile, as between an episode's starts
@@ -67,7 +59,7 @@ def measure(runs: int, commands: int) -> dict[str, float]:
             starts.append(time.perf_counter() - start)
     figures["session"] = statistics.median(starts) * 1000
     with Session(snapshot, env) as live:
-        figures["command"] = _median_ms(lambda: live.run("true", 10, 1000), commands)
+        figures["command"] = median_ms(lambda: live.run("true", 10, 1000), commands)
     figures["rootless"] = float(identity.rootless())
     return figures
 

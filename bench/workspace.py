@@ -39,7 +39,7 @@ from reward.execution.environments import Environment, Environments, EnvSpec  # 
 from reward.execution.workspace import Session  # noqa: E402
 
 
-def _median_ms(fn: Callable[[], object], n: int) -> float:
+def median_ms(fn: Callable[[], object], n: int) -> float:
     times = []
     for _ in range(n):
         start = time.perf_counter()
@@ -74,7 +74,7 @@ def _starts(snapshot: Path, env: Environment, n: int) -> dict[str, float]:
     keep = workspace.SPARES.keep  # the process's own setting, put back after the cold starts
     cold, cold_close = starts(0)
     warm, warm_close = starts(keep)
-    one_shot = _median_ms(lambda: sandbox.run(["true"], snapshot=snapshot, ro_paths=env.ro_paths, env=env.variables), n)
+    one_shot = median_ms(lambda: sandbox.run(["true"], snapshot=snapshot, ro_paths=env.ro_paths, env=env.variables), n)
     return {
         "session_start_ms": warm,
         "session_start_cold_ms": cold,
@@ -92,9 +92,9 @@ def _commands(snapshot: Path, env: Environment, n: int) -> dict[str, dict[str, f
     variables = {**env.variables, "PYTHONPATH": str(snapshot)}
     with Session(snapshot, env) as session:
         for name, command in commands.items():
-            in_session = _median_ms(functools.partial(session.run, command, 30, 1 << 16), n)
+            in_session = median_ms(functools.partial(session.run, command, 30, 1 << 16), n)
             bare_run = functools.partial(subprocess.run, ["bash", "-c", command], cwd=snapshot, env=variables)
-            bare = _median_ms(functools.partial(bare_run, capture_output=True), n)
+            bare = median_ms(functools.partial(bare_run, capture_output=True), n)
             out[name] = {
                 "session_ms": in_session,
                 "bare_ms": bare,
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = EnvSpec(python=args.python, requirements=("pytest",))
             envs[args.python] = Environments(ROOT / ".cache" / "execution" / "envs").ensure(spec)  # warm
         result: dict[str, object] = {
-            "bare_true_ms": _median_ms(lambda: subprocess.run(["true"]), args.starts),
+            "bare_true_ms": median_ms(lambda: subprocess.run(["true"]), args.starts),
         }
         for name, env in envs.items():
             result[f"start[{name}]"] = _starts(snapshot, env, args.starts)
