@@ -7,10 +7,13 @@ at start-up with `NodeNotReady` naming the node and the reason, rather than afte
 test runs that all fail alike.
 
     user          who the sandbox runs as: root, or rootless in a user namespace (identity.py)
-    namespaces    a live probe, not a reading of sysctls: `/bin/true` run by sandbox.run on an
-                  empty snapshot. Exit 0 proves what every test run needs: the namespaces
-                  (user ones too when rootless), the overlay over the snapshot (in a user
-                  namespace when rootless), the new root, PID 1 and the caps' cgroups
+    namespaces    a live probe, not a reading of sysctls: sandbox.run removes a folder of a
+                  one-folder snapshot and makes it again (PROBE). Exit 0 proves what every test
+                  run needs: the namespaces (user ones too when rootless), the overlay over the
+                  snapshot with its whiteouts and opaque folders (in a user namespace they are
+                  user.* xattrs on the upper tmpfs, which Linux keeps from 6.6 on: an older
+                  kernel fails here, with EIO, rather than in a test run), the new root, PID 1
+                  and the caps' cgroups
     cgroups       the hierarchy (cgroups.py) and whether both caps can be set: one cgroup made
                   under `enforce` whatever the policy, then removed
     interpreters  the Python versions found (pythons.py) and uv (`python -m uv`, as
@@ -43,6 +46,8 @@ from conf.errors import UserError
 from reward.execution import cgroups, identity, pythons, sandbox
 
 READY, BEST_EFFORT = "ready", "ready (best effort)"
+PROBE = ["/bin/sh", "-c", "rm -r /testbed/d && mkdir /testbed/d && echo x > /testbed/d/g"]
+PROBE_SAYS = "a folder of the snapshot removed and made again in the sandbox"
 NOT_READY = "not ready"
 
 
@@ -64,7 +69,7 @@ class Facts:
     caps: str | None  # where each cap is set ("memory v1, pids v1"); None: refused or not tried
     caps_refused: str | None  # CapsUnavailable's message under `enforce`
     probed: bool  # whether the probe ran (not when something above already refuses every run)
-    probe_error: str | None  # why /bin/true did not exit 0 in the sandbox
+    probe_error: str | None  # why PROBE did not exit 0 in the sandbox
     probe_s: float
     pythons: tuple[str, ...]  # pythons.installed()
     uv: str | None  # uv's binary, or None
@@ -86,7 +91,7 @@ def verdict(facts: Facts) -> NodeReport:
         facts.unavailable,
         facts.policy_error,
         facts.caps_refused if facts.policy is not None and facts.policy.limits == cgroups.ENFORCE else None,
-        f"the sandbox did not run /bin/true: {facts.probe_error}" if facts.probe_error else None,
+        f"the sandbox did not run its probe ({PROBE_SAYS}): {facts.probe_error}" if facts.probe_error else None,
         facts.cache_problem,
     ]
     reason = next((r for r in refusals if r), None)
@@ -112,7 +117,7 @@ def _lines(facts: Facts) -> list[str]:
     elif facts.probe_error:
         probe = f"failed: {facts.probe_error}"
     else:
-        probe = f"ok (/bin/true in the sandbox exited 0 in {facts.probe_s:.2f} s)"
+        probe = f"ok ({PROBE_SAYS}: exit 0 in {facts.probe_s:.2f} s)"
     lines = [f"user: {facts.user} (uid {facts.uid}): {mode}", f"namespaces ({spaces}): {probe}"]
     if facts.rootless:
         lines.append(f"overlay in a user namespace: {probe}")
@@ -182,12 +187,15 @@ def _caps(layout: cgroups.Hierarchy, policy: cgroups.CapPolicy) -> tuple[str | N
 
 
 def _probe() -> str | None:
-    """None if /bin/true exits 0 in the sandbox over an empty snapshot, else what went wrong."""
+    """None if PROBE exits 0 in the sandbox over a one-folder snapshot, else what went wrong."""
     with tempfile.TemporaryDirectory(prefix="node-check-") as tmp:
         snapshot = Path(tmp)
-        identity.give(snapshot)  # as root the snapshot is nobody's, as for every test run
+        (snapshot / "d").mkdir()
+        (snapshot / "d" / "f").write_text("")
+        for path in (snapshot, snapshot / "d", snapshot / "d" / "f"):
+            identity.give(path)  # as root the snapshot is nobody's, as for every test run
         try:
-            result = sandbox.run(["/bin/true"], snapshot=snapshot, limits=sandbox.Limits(wall_s=30.0))
+            result = sandbox.run(PROBE, snapshot=snapshot, limits=sandbox.Limits(wall_s=30.0))
         except sandbox.SandboxUnavailable as exc:
             return str(exc)
     if result.returncode == 0:

@@ -53,8 +53,8 @@ def test_a_rootless_node_with_its_caps_delegated_is_ready():
     assert (report.verdict, report.reason) == ("ready", None)
     assert report.lines == (
         "user: ubuntu (uid 1000): rootless, in a user namespace mapping it to 65534",
-        "namespaces (user, mount, PID, network, IPC, UTS): ok (/bin/true in the sandbox exited 0 in 0.12 s)",
-        "overlay in a user namespace: ok (/bin/true in the sandbox exited 0 in 0.12 s)",
+        "namespaces (user, mount, PID, network, IPC, UTS): ok (a folder of the snapshot removed and made again in the sandbox: exit 0 in 0.12 s)",
+        "overlay in a user namespace: ok (a folder of the snapshot removed and made again in the sandbox: exit 0 in 0.12 s)",
         "cgroups: cgroup v2; unified at /sys/fs/cgroup (cpu io memory pids)",
         "caps: memory and pids enforced (memory v2, pids v2; SWE_RL_LIMITS=enforce, SWE_RL_CGROUP_ROOT=/ray)",
         f"interpreters: Python 3.9, 3.11 found (of 3.8-3.13); this one {sys.version.split()[0]}",
@@ -69,7 +69,7 @@ def test_as_root_there_is_no_user_namespace_to_report():
     assert report.verdict == "ready"
     assert report.lines[:2] == (
         "user: root (uid 0): root",
-        "namespaces (mount, PID, network, IPC, UTS): ok (/bin/true in the sandbox exited 0 in 0.12 s)",
+        "namespaces (mount, PID, network, IPC, UTS): ok (a folder of the snapshot removed and made again in the sandbox: exit 0 in 0.12 s)",
     )
     assert not any(line.startswith("overlay") for line in report.lines)
 
@@ -108,7 +108,10 @@ def test_forbidden_user_namespaces_make_the_node_not_ready_with_the_setting_to_c
 
 def test_a_probe_that_fails_or_a_cache_that_cannot_be_written_makes_the_node_not_ready():
     failed = verdict(replace(READY_NODE, probe_error="exit 1, killed None: mount: permission denied"))
-    assert failed.reason == "the sandbox did not run /bin/true: exit 1, killed None: mount: permission denied"
+    assert failed.reason == (
+        "the sandbox did not run its probe (a folder of the snapshot removed and made again in the sandbox): "
+        "exit 1, killed None: mount: permission denied"
+    )
     assert failed.lines[2] == "overlay in a user namespace: failed: exit 1, killed None: mount: permission denied"
     blocked = verdict(replace(READY_NODE, cache_problem="/data is not a folder"))
     assert (blocked.verdict, blocked.reason) == ("not ready", "/data is not a folder")
