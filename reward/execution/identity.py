@@ -23,10 +23,13 @@ them and how to allow it.
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
 from pathlib import Path
 
 NOBODY = 65534  # the id sandboxed code runs as, in both modes
+_USERNS = ("--user", f"--map-user={NOBODY}", f"--map-group={NOBODY}", "--keep-caps")
 _SYSCTL = Path("/proc/sys")
 
 
@@ -53,7 +56,9 @@ def forbidden(sysctl: Path = _SYSCTL) -> str | None:
             "unprivileged user namespaces are off (kernel.unprivileged_userns_clone=0): "
             "allow them with `sysctl -w kernel.unprivileged_userns_clone=1`"
         )
-    if read("kernel/apparmor_restrict_unprivileged_userns") == "1":
+    # The restriction spares a program an AppArmor profile grants `userns` to: only a namespace
+    # that cannot mount tells.
+    if read("kernel/apparmor_restrict_unprivileged_userns") == "1" and not _userns_mounts():
         return (
             "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1, "
             "Ubuntu 23.10 and later): allow them with `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` "
@@ -62,11 +67,21 @@ def forbidden(sysctl: Path = _SYSCTL) -> str | None:
     return None
 
 
+@functools.cache
+def _userns_mounts() -> bool:
+    """Whether unshare can make a user namespace whose mount namespace this process may mount in."""
+    probe = ["unshare", *_USERNS, "--mount", "mount", "-t", "tmpfs", "none", "/mnt"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def unshare_flags() -> list[str]:
     """unshare(1)'s options for the user namespace (none as root)."""
     if not rootless():
         return []
-    return ["--user", f"--map-user={NOBODY}", f"--map-group={NOBODY}", "--keep-caps"]
+    return list(_USERNS)
 
 
 def give(path: Path) -> None:

@@ -125,8 +125,12 @@ def test_a_bad_policy_names_the_variable(variables, problem):
         ("kernel/apparmor_restrict_unprivileged_userns", "1", "apparmor_restrict_unprivileged_userns=0"),
     ],
 )
-def test_a_host_that_forbids_user_namespaces_is_named_with_its_fix(tmp_path, name, value, says):
+def test_a_host_that_forbids_user_namespaces_is_named_with_its_fix(tmp_path, monkeypatch, name, value, says):
+    monkeypatch.setattr(identity, "_userns_mounts", lambda: False)  # as under Ubuntu's restriction
     assert identity.forbidden(tmp_path) is None
     (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / name).write_text(value + "\n")
     assert says in (identity.forbidden(tmp_path) or "")
+    if "apparmor" in name:  # a profile granting `userns` to unshare lifts it: namespaces that mount
+        monkeypatch.setattr(identity, "_userns_mounts", lambda: True)
+        assert identity.forbidden(tmp_path) is None
