@@ -19,8 +19,10 @@ import pytest
 from actors.eval.ood import SUITES, Problem, answer_parts, math_answers
 from actors.eval.ood.code_suites import write_jsonl_gz
 from actors.eval.ood.cruxeval import CruxEvalInput, CruxEvalOutput
+from actors.eval.ood.humaneval_checks import read_check, verdict_of
 from actors.eval.ood.programs import ProgramRunner
 from actors.eval.ood.suite import Program, ProgramResult
+from actors.eval.ood.values import Raised, Unplain, decode_results, encode_results
 from conf.errors import UserError
 from reward.execution import sandbox
 
@@ -450,7 +452,7 @@ def test_humaneval_from_the_installed_package(runner: ProgramRunner) -> None:
     pairs.append((close, fenced("def has_close_elements(numbers, threshold):\n    return False\n")))
     pairs.append((close, fenced("import sys\n\ndef has_close_elements(numbers, threshold):\n    sys.exit(0)\n")))
     pairs.append((close, fenced("import sys\nsys.exit(0)\n")))
-    # The forgery: print the closing token, read from the process's own start-up environment.
+    # Print a token read from the process's start-up environment: there is none, and output decides nothing.
     forge = (
         "import os, sys\nenv = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
         "tok = [e.split(b'=', 1)[1].decode() for e in env if e.startswith(b'OOD_TOKEN=')]\n"
@@ -546,3 +548,37 @@ def test_mbpp_plus_reads_a_task_in_words(tmp_path: Path, runner: ProgramRunner) 
     write_jsonl_gz(path, [{k: v for k, v in MBPP_PLUS[0].items() if k != "base_input"}])
     with pytest.raises(UserError, match=r"MbppPlus\.jsonl\.gz:1: missing field\(s\) base_input"):
         suite.load(str(path))
+
+
+# -- what a program sends back (values.py) and HumanEval's checks read as data ----------------------
+
+
+def test_plain_values_keep_their_types_and_nothing_else_decodes() -> None:
+    sent = [(1, [1.0, True]), {(1, "a"): b"x", 2: {frozenset({3})}}, 1 << 70, 2j, None, Raised("KeyError", "k")]
+    got = decode_results(encode_results(sent), len(sent))
+    assert got == sent and [type(v) for v in got] == [type(v) for v in sent]
+    assert [type(x) for x in got[0][1]] == [float, bool]
+    assert decode_results(encode_results([type("T", (int,), {})(1), object()])) == [Unplain("T"), Unplain("object")]
+    for bad in (
+        '{"t": [], "s": []}',
+        '[{"z": 1}]',
+        '[{"d": [[[1], 2]]}]',
+        '[{"e": [1, 2]}]',
+        "[" * 70 + "]" * 70,
+        "{}",
+    ):
+        with pytest.raises(ValueError):
+            decode_results(bad)
+    with pytest.raises(ValueError, match="not a list of 2 results"):
+        decode_results("[1]", 2)
+
+
+def test_a_humaneval_check_is_read_and_its_asserts_evaluated_on_the_host() -> None:
+    test = "METADATA = {}\n\ndef check(candidate):\n    assert candidate([1, -2], k=3) == (1, 2)\n    assert abs(candidate([0.5]) - 0.5) < 1e-6\n    assert not f([])\n"
+    check = read_check(test, "f")
+    assert check is not None and check.arguments == ((([1, -2],), {"k": 3}), (([0.5],), {}), (([],), {}))
+    assert verdict_of(check, [(1, 2), 0.5000001, 0]) is None
+    assert verdict_of(check, [[1, 2], 0.5, 0]) == "failed: assert candidate([1, -2], k=3) == (1, 2); got [1, 2]"
+    assert verdict_of(check, [(1, 2), "0.5", 0]) == "TypeError in `assert abs(candidate([0.5]) - 0.5) < 1e-06`"
+    assert verdict_of(check, [(1, 2), 0.5, Raised("ValueError", "no")]) == "ValueError: no"
+    assert read_check("def check(candidate):\n    for x in range(3):\n        assert candidate(x)\n", "f") is None
