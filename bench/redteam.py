@@ -30,6 +30,7 @@ ATTACKS = (  # also run against an older harness (--against)
     "tests/reward/test_forgery.py",
     "tests/reward/test_containment.py",
     "tests/reward/test_env_build.py",
+    "tests/actors/test_ood_forgery.py",  # the out-of-domain graders, through their public API
 )
 NEW_CODE = ("tests/data/test_paths.py", "tests/reward/test_report.py", "tests/actors/test_test_pool.py")
 FILES = (*ATTACKS, *NEW_CODE)
@@ -71,6 +72,12 @@ CLASSES = (
     ("test_a_stream_the_recorder", "8 reports that break the pool"),
     ("test_a_forged_report", "6 the report from inside"),
     ("test_a_report_past_its_cap", "8 reports that break the pool"),
+    ("test_an_ood_answer_printing_the_pass_token", "9a ood: the pass token"),
+    ("test_an_ood_answer_returning_an_always_equal", "9b ood: values equal to everything"),
+    ("test_an_ood_answer_replacing_the_comparison", "9c ood: the comparison replaced"),
+    ("test_an_ood_answer_reading_the_expected", "9d ood: the expected values read"),
+    ("test_an_ood_answer_reading_cruxevals_want", "9d ood: the expected values read"),
+    ("test_an_ood_answer_rebinding_cruxevals_f", "9e ood: CRUXEval's f rebound"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )

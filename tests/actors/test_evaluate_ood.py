@@ -80,7 +80,7 @@ def test_a_samples_file_is_graded_with_pass_at_k(tmp_path):
     assert he["sampled"]["pass@2"]["score"] == pytest.approx(2 / 3)
     assert he["score"] == pytest.approx(1 / 3)  # graded from a file: pass@1 over its samples
     assert [r["passed"] for r in rows] == [True, False, True, False, False, False]
-    assert rows[4]["detail"] == "exit 0 without the closing line" and rows[5]["extracted"] is False
+    assert rows[4]["detail"] == "exit 0 without reporting its values" and rows[5]["extracted"] is False
 
 
 def _grade_three(path: Path) -> tuple[dict, list[dict]]:

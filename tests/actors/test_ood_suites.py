@@ -19,8 +19,10 @@ import pytest
 from actors.eval.ood import SUITES, Problem, answer_parts, math_answers
 from actors.eval.ood.code_suites import write_jsonl_gz
 from actors.eval.ood.cruxeval import CruxEvalInput, CruxEvalOutput
+from actors.eval.ood.humaneval_checks import read_check, verdict_of
 from actors.eval.ood.programs import ProgramRunner
 from actors.eval.ood.suite import Program, ProgramResult
+from actors.eval.ood.values import Raised, Unplain, decode_results, encode_results
 from conf.errors import UserError
 from reward.execution import sandbox
 
@@ -187,7 +189,7 @@ def test_cruxeval_o_grades_in_the_sandbox(crux_file: Path, runner: ProgramRunner
     verdicts = suite.grade([(problem, answer) for problem, answer, _ in cases], runner.run)
     assert [v.passed for v in verdicts] == [want for _, _, want in cases]
     assert all(v.extracted for v in verdicts)
-    assert verdicts[4].detail == "AssertionError: got 'ABC', want 'CBA'"
+    assert verdicts[4].detail == "got 'ABC', want 'CBA'"
     assert "not plain data" in verdicts[-3].detail
     assert verdicts[-1].detail == "NameError: name 'f' is not defined"
     nothing = suite.grade([(p["sample_0"], "It returns a list."), (p["sample_0"], "Answer: a list")], no_run)
@@ -210,7 +212,7 @@ def test_cruxeval_i_grades_in_the_sandbox(crux_file: Path, runner: ProgramRunner
     verdicts = suite.grade([(problem, answer) for problem, answer, _ in cases], runner.run)
     assert [v.passed for v in verdicts] == [want for _, _, want in cases]
     assert verdicts[5].detail == "f([1, 2], k=3)"
-    assert verdicts[7].detail == "AssertionError: f(...) returned 'ABC'"
+    assert verdicts[7].detail == "f(...) returned 'ABC'"
     nothing = suite.grade([(p["sample_1"], "No idea."), (p["sample_1"], "Answer: 'a') or f('b'")], no_run)
     assert [(v.passed, v.extracted) for v in nothing] == [(False, False), (False, False)]
 
@@ -450,7 +452,7 @@ def test_humaneval_from_the_installed_package(runner: ProgramRunner) -> None:
     pairs.append((close, fenced("def has_close_elements(numbers, threshold):\n    return False\n")))
     pairs.append((close, fenced("import sys\n\ndef has_close_elements(numbers, threshold):\n    sys.exit(0)\n")))
     pairs.append((close, fenced("import sys\nsys.exit(0)\n")))
-    # The forgery: print the closing token, read from the process's own start-up environment.
+    # Print a token read from the process's start-up environment: there is none, and output decides nothing.
     forge = (
         "import os, sys\nenv = open('/proc/self/environ', 'rb').read().split(b'\\0')\n"
         "tok = [e.split(b'=', 1)[1].decode() for e in env if e.startswith(b'OOD_TOKEN=')]\n"
@@ -522,7 +524,7 @@ def test_humaneval_plus_compares_with_the_canonical_solution(tmp_path: Path, run
     pairs += [(problems["HumanEval/0"], fenced(wrong_on_plus)), (problems["HumanEval/1"], loop_mean)]
     verdicts = suite.grade(pairs, runner.run)
     assert [v.passed for v in verdicts] == [True, True, False, True]
-    assert verdicts[2].detail.startswith("AssertionError: input 3: got [0, 0, 0]")
+    assert verdicts[2].detail.startswith("input 3: got [0, 0, 0]")
     assert verdicts[3].detail == "completion"
     with pytest.raises(UserError, match=r"looked for HumanEvalPlus\.jsonl\.gz, HumanEvalPlus\.jsonl"):
         suite.load(str(tmp_path / "elsewhere"))
@@ -546,3 +548,37 @@ def test_mbpp_plus_reads_a_task_in_words(tmp_path: Path, runner: ProgramRunner) 
     write_jsonl_gz(path, [{k: v for k, v in MBPP_PLUS[0].items() if k != "base_input"}])
     with pytest.raises(UserError, match=r"MbppPlus\.jsonl\.gz:1: missing field\(s\) base_input"):
         suite.load(str(path))
+
+
+# -- what a program sends back (values.py) and HumanEval's checks read as data ----------------------
+
+
+def test_plain_values_keep_their_types_and_nothing_else_decodes() -> None:
+    sent = [(1, [1.0, True]), {(1, "a"): b"x", 2: {frozenset({3})}}, 1 << 70, 2j, None, Raised("KeyError", "k")]
+    got = decode_results(encode_results(sent), len(sent))
+    assert got == sent and [type(v) for v in got] == [type(v) for v in sent]
+    assert [type(x) for x in got[0][1]] == [float, bool]
+    assert decode_results(encode_results([type("T", (int,), {})(1), object()])) == [Unplain("T"), Unplain("object")]
+    for bad in (
+        '{"t": [], "s": []}',
+        '[{"z": 1}]',
+        '[{"d": [[[1], 2]]}]',
+        '[{"e": [1, 2]}]',
+        "[" * 70 + "]" * 70,
+        "{}",
+    ):
+        with pytest.raises(ValueError):
+            decode_results(bad)
+    with pytest.raises(ValueError, match="not a list of 2 results"):
+        decode_results("[1]", 2)
+
+
+def test_a_humaneval_check_is_read_and_its_asserts_evaluated_on_the_host() -> None:
+    test = "METADATA = {}\n\ndef check(candidate):\n    assert candidate([1, -2], k=3) == (1, 2)\n    assert abs(candidate([0.5]) - 0.5) < 1e-6\n    assert not f([])\n"
+    check = read_check(test, "f")
+    assert check is not None and check.arguments == ((([1, -2],), {"k": 3}), (([0.5],), {}), (([],), {}))
+    assert verdict_of(check, [(1, 2), 0.5000001, 0]) is None
+    assert verdict_of(check, [[1, 2], 0.5, 0]) == "failed: assert candidate([1, -2], k=3) == (1, 2); got [1, 2]"
+    assert verdict_of(check, [(1, 2), "0.5", 0]) == "TypeError in `assert abs(candidate([0.5]) - 0.5) < 1e-06`"
+    assert verdict_of(check, [(1, 2), 0.5, Raised("ValueError", "no")]) == "ValueError: no"
+    assert read_check("def check(candidate):\n    for x in range(3):\n        assert candidate(x)\n", "f") is None

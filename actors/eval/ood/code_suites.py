@@ -8,10 +8,13 @@
                     when it returns what the canonical solution returns on every base and plus
                     input (floats within the problem's `atol`, as evalplus compares them).
 
-Every program runs in the sandbox (programs.py). The reference's outputs are computed in the
-same program before the answer's code is executed, so the answer cannot change them by
-running first. The prompt is ours: the problem's code in a fence, and a request for the whole
-function in one fenced block (see answer_parts.code_of for what is read back).
+Every answer runs in the sandbox (programs.py) and sends back only values: what its function
+returned on each input, as plain data. The verdict is computed here, on the host: HumanEval's
+asserts are evaluated over those values (humaneval_checks.py), and evalplus's outputs of the
+canonical solution, computed by a program of their own in a sandbox of their own, are compared
+with the answer's as evalplus compares them (`same`). The expected values are never in the
+answer's program. The prompt is ours: the problem's code in a fence, and a request for the
+whole function in one fenced block (see answer_parts.code_of for what is read back).
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
 from actors.eval.ood.answer_parts import code_of
-from actors.eval.ood.suite import SUITES, Problem, Program, RunPrograms, Suite, Verdict, data_file, read_jsonl
+from actors.eval.ood.humaneval_checks import read_check, record_code, replay_code, verdict_of
+from actors.eval.ood.programs import Call, calls_program, reported, said
+from actors.eval.ood.suite import SUITES, Problem, RunPrograms, Suite, Verdict, data_file, read_jsonl
+from actors.eval.ood.values import Raised, Unplain
 from conf.errors import UserError
 
 FUNCTION_REQUEST = (
@@ -36,24 +43,22 @@ TASK_REQUEST = (
     "called. Reply with the code in one ```python fenced block."
 )
 
-# Compares an answer's output with the reference's as evalplus does: floats (and sequences of
-# them) within the problem's atol and a relative 1e-7, everything else with ==.
-SAME = """\
-import math as _math
-def _same(got, want, atol):
+
+def same(got: Any, want: Any, atol: float) -> bool:
+    """evalplus's comparison of an answer's output with the reference's: floats (and sequences
+    of them) within `atol` and a relative 1e-7, everything else with ==. Both are plain data."""
     if isinstance(want, float) or isinstance(got, float):
         try:
-            return _math.isclose(float(got), float(want), rel_tol=1e-7, abs_tol=atol) or got == want
-        except (TypeError, ValueError):
+            return math.isclose(float(got), float(want), rel_tol=1e-7, abs_tol=atol) or got == want
+        except (TypeError, ValueError, OverflowError):
             return False
     if isinstance(want, (list, tuple)) and type(got) is type(want) and len(got) == len(want):
-        return all(_same(g, w, atol) for g, w in zip(got, want))
-    return got == want
-"""
+        return all(same(g, w, atol) for g, w in zip(got, want, strict=True))
+    return bool(got == want)
 
 
 class CodeSuite(Suite):
-    """A suite whose answers are a function: extraction, one sandboxed program each, and the verdict."""
+    """A suite whose answers are a function: extraction, then the suite's own programs and verdicts."""
 
     wall_s: ClassVar[float] = 20.0
 
@@ -61,22 +66,17 @@ class CodeSuite(Suite):
         """What an unfenced answer may continue (HumanEval's signature and docstring)."""
         return str(problem.data["prompt"])
 
-    def program(self, problem: Problem, code: str) -> str:
-        raise NotImplementedError
-
-    def grade(self, pairs: list[tuple[Problem, str]], run: RunPrograms) -> list[Verdict]:
+    def extract(self, pairs: list[tuple[Problem, str]]) -> tuple[list[Verdict | None], list[tuple[int, str, str]]]:
+        """A verdict for each answer with no code, and (index, code, how it was found) for the rest."""
         verdicts: list[Verdict | None] = [None] * len(pairs)
-        programs, slots = [], []
+        found = []
         for i, (problem, answer) in enumerate(pairs):
-            found = code_of(answer, self.prompt_code(problem), problem.data["entry_point"])
-            if found is None:
+            code = code_of(answer, self.prompt_code(problem), problem.data["entry_point"])
+            if code is None:
                 verdicts[i] = Verdict(False, False, detail="no code in the answer")
-                continue
-            programs.append(Program(self.program(problem, found[0]), self.wall_s))
-            slots.append((i, found[1]))
-        for (i, how), result in zip(slots, run(programs), strict=True):
-            verdicts[i] = Verdict(result.passed, True, result.timed_out, result.detail or how)
-        return [v for v in verdicts if v is not None]
+            else:
+                found.append((i, *code))
+        return verdicts, found
 
 
 def _fenced(code: str) -> str:
@@ -97,11 +97,79 @@ class HumanEval(CodeSuite):
         fields = ("task_id", "prompt", "entry_point", "canonical_solution", "test")
         return [Problem(row["task_id"], _function_request(row["prompt"]), row) for row in read_jsonl(path, fields)]
 
-    def program(self, problem: Problem, code: str) -> str:
-        return f"{code}\n\n{problem.data['test']}\n\ncheck({problem.data['entry_point']})\n"
+    def grade(self, pairs: list[tuple[Problem, str]], run: RunPrograms) -> list[Verdict]:
+        verdicts, found = self.extract(pairs)
+        problems = {pairs[i][0].pid: pairs[i][0] for i, _, _ in found}
+        read = {pid: read_check(p.data["test"], p.data["entry_point"]) for pid, p in problems.items()}
+        recorded = self.record([p for pid, p in problems.items() if read[pid] is None], run)
+        programs, slots = [], []
+        for i, code, how in found:
+            problem = pairs[i][0]
+            check = read[problem.pid]
+            calls = [(problem.data["entry_point"], *a) for a in check.arguments] if check else recorded[problem.pid]
+            if isinstance(calls, str):
+                verdicts[i] = Verdict(False, True, detail=f"the check's calls could not be recorded: {calls}")
+                continue
+            programs.append(calls_program(code, calls, self.wall_s))
+            slots.append((i, how, calls))
+        replays = []  # (index, how, the answer's results) of the checks that are replayed
+        for (i, how, calls), result in zip(slots, run(programs), strict=True):
+            got, check = reported(result, len(calls)), read[pairs[i][0].pid]
+            if isinstance(got, str):
+                verdicts[i] = Verdict(False, True, result.timed_out, got)
+            elif check is None:
+                replays.append((i, how, calls, got))
+            else:
+                why = verdict_of(check, got)
+                verdicts[i] = Verdict(why is None, True, result.timed_out, why or how)
+        whys = self.replay([(pairs[i][0], calls, got) for i, _, calls, got in replays], run)
+        for (i, how, _, _), why in zip(replays, whys, strict=True):
+            verdicts[i] = Verdict(why is None, True, False, why or how)
+        return [v for v in verdicts if v is not None]
+
+    def replay(self, answers: list[tuple[Problem, list[Call], list[Any]]], run: RunPrograms) -> list[str | None]:
+        """Each check run again (a trusted program each) on an answer's results: None where it
+        returned, else why not."""
+        programs = []
+        for problem, calls, got in answers:
+            code, call = replay_code(problem.data["prompt"], problem.data["test"], calls, got)
+            programs.append(calls_program(code, call, self.wall_s))
+        whys: list[str | None] = []
+        for result in run(programs):
+            ran = reported(result, 1)
+            passed = not isinstance(ran, str) and ran[0] is True
+            whys.append(None if passed else f"the check failed: {ran if isinstance(ran, str) else said(ran[0])}")
+        return whys
+
+    def record(self, problems: list[Problem], run: RunPrograms) -> dict[str, list[Call] | str]:
+        """The calls each check makes of the canonical solution (a trusted program each), or why none."""
+        programs = []
+        for p in problems:
+            code, call = record_code(
+                p.data["prompt"], p.data["canonical_solution"], p.data["test"], p.data["entry_point"]
+            )
+            programs.append(calls_program(code, call, self.wall_s))
+        recorded: dict[str, list[Call] | str] = {}
+        for p, result in zip(problems, run(programs), strict=True):
+            got = reported(result, 1)
+            ok = not isinstance(got, str) and type(got[0]) is list and all(_is_call(c) for c in got[0])
+            recorded[p.pid] = got[0] if ok else (got if isinstance(got, str) else said(got[0]))
+        return recorded
 
     def reference(self, problem: Problem) -> str:
         return _fenced(problem.data["prompt"] + problem.data["canonical_solution"])
+
+
+def _is_call(value: Any) -> bool:
+    """A recorded call: (name, arguments, keyword arguments), as the record program writes it."""
+    return (
+        type(value) is tuple
+        and len(value) == 3
+        and type(value[0]) is str
+        and type(value[1]) is tuple
+        and type(value[2]) is dict
+        and all(type(k) is str for k in value[2])
+    )
 
 
 def installed_humaneval() -> Path:
@@ -133,20 +201,39 @@ class PlusSuite(CodeSuite):
         """The canonical solution as a whole program (HumanEval+ ships the body only)."""
         return str(problem.data["prompt"]) + str(problem.data["canonical_solution"])
 
-    def program(self, problem: Problem, code: str) -> str:
-        d = problem.data
-        inputs = json.dumps([*d["base_input"], *d["plus_input"]])
-        return (
-            f"import copy, json\n{SAME}\n"
-            f"_ref = {{}}\nexec(compile({self.solution(problem)!r}, 'reference.py', 'exec'), _ref)\n"
-            f"_inputs = json.loads({inputs!r})\n"
-            f"_want = [_ref[{d['entry_point']!r}](*copy.deepcopy(a)) for a in _inputs]\n"
-            f"_mine = {{'__name__': 'solution'}}\nexec(compile({code!r}, 'solution.py', 'exec'), _mine)\n"
-            f"for _i, (_a, _w) in enumerate(zip(_inputs, _want)):\n"
-            f"    _g = _mine[{d['entry_point']!r}](*copy.deepcopy(_a))\n"
-            f"    assert _same(_g, _w, {float(d.get('atol') or 0)!r}), "
-            f"f'input {{_i}}: got {{_g!r:.80}}, want {{_w!r:.80}}'\n"
-        )
+    def grade(self, pairs: list[tuple[Problem, str]], run: RunPrograms) -> list[Verdict]:
+        # The reference's outputs come from a program of their own, once per problem, and the
+        # answers' from theirs; both are compared here.
+        verdicts, found = self.extract(pairs)
+        problems = list({pairs[i][0].pid: pairs[i][0] for i, _, _ in found}.values())
+        calls = {p.pid: self.calls(p) for p in problems}
+        programs = [calls_program(self.solution(p), calls[p.pid], self.wall_s) for p in problems]
+        programs += [calls_program(code, calls[pairs[i][0].pid], self.wall_s) for i, code, _ in found]
+        results = run(programs)
+        wants = {p.pid: reported(r, len(calls[p.pid])) for p, r in zip(problems, results, strict=False)}
+        for (i, _, how), result in zip(found, results[len(problems) :], strict=True):
+            problem = pairs[i][0]
+            why = self.difference(wants[problem.pid], reported(result, len(calls[problem.pid])), problem)
+            verdicts[i] = Verdict(why is None, True, result.timed_out, why or how)
+        return [v for v in verdicts if v is not None]
+
+    def calls(self, problem: Problem) -> list[Call]:
+        entry = problem.data["entry_point"]
+        return [(entry, tuple(args), {}) for args in [*problem.data["base_input"], *problem.data["plus_input"]]]
+
+    def difference(self, wants: list[Any] | str, gots: list[Any] | str, problem: Problem) -> str | None:
+        """None when the answer's outputs are the reference's (`same`), else the first difference."""
+        if isinstance(wants, str):
+            return f"the reference's run: {wants}"
+        if isinstance(gots, str):
+            return gots
+        atol = float(problem.data.get("atol") or 0)
+        for n, (got, want) in enumerate(zip(gots, wants, strict=True)):
+            if isinstance(want, (Raised, Unplain)):
+                return f"input {n}: the reference gave {said(want)}"
+            if not same(got, want, atol):
+                return f"input {n}: got {said(got)}, want {want!r:.80}"
+        return None
 
     def reference(self, problem: Problem) -> str:
         return _fenced(self.solution(problem))

@@ -10,14 +10,16 @@ Either answer may also be an `assert f(...) == ...` line, CRUXEval's own format 
 side is read for -O, its call for -I. The comparison is CRUXEval's `==`.
 
 How it differs from pasting the expression into `assert f(INPUT) == OUTPUT`: the expression
-is checked here to be one Python expression (else the answer holds nothing to grade), and in
-the sandbox it is `eval`-ed from a string in a namespace of its own (no `f` there: an -O
-answer that calls f does not pass), after the true call for -O and before the call (which
-gets its values) for -I, so neither precedence (`0 or True`) nor a rebound name (`f`, the
-expected value) can change what is compared; and its values
-must be plain data (builtin scalars and containers, nothing subclassed), so an object whose
-`__eq__` says yes does not pass. That closes the one-expression forgeries; programs.py writes
-down what a determined answer can still do inside the harness.
+is checked here to be one Python expression (else the answer holds nothing to grade), and it
+is `eval`-ed from a string, in the sandbox, in a program that holds nothing else: no f, no
+input and no expected value (an -O answer that calls f does not pass; for -I, `f` there only
+captures the arguments). That program reports the expression's value as plain data
+(values.py: builtin scalars and containers, nothing subclassed, so an object whose `__eq__`
+says yes is not a value); the true output (-O: f on the input; -I: f on the answer's
+arguments, and the stated output) comes from a second program in a sandbox of its own that
+no answer's code entered, and the two are compared here, on the host, with CRUXEval's `==`.
+So neither precedence (`0 or True`), nor a rebound name (`f`, the expected value), nor a
+frame's globals reach what is compared.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import ast
 from typing import Any, ClassVar
 
 from actors.eval.ood.answer_parts import answer_line
+from actors.eval.ood.programs import calls_program, reported, said
 from actors.eval.ood.suite import SUITES, Problem, Program, RunPrograms, Suite, Verdict, data_file, read_jsonl
+from actors.eval.ood.values import Raised, Unplain
 
 FIELDS = ("code", "input", "output", "id")
 
@@ -42,16 +46,16 @@ INPUT_REQUEST = (
     "f(...), written as Python expressions."
 )
 
-# Run in the sandbox before the answer's values are compared: True only for builtin data.
-PLAIN = """\
-_SCALARS = (bool, int, float, complex, str, bytes, type(None))
-def _plain(value):
-    if type(value) in (list, tuple, set, frozenset):
-        return all(_plain(v) for v in value)
-    if type(value) is dict:
-        return all(_plain(k) and _plain(v) for k, v in value.items())
-    return type(value) in _SCALARS
-"""
+
+def _is_arguments(value: object) -> bool:
+    """(positional arguments, keyword arguments), as the capturing f returns them."""
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and type(value[0]) is tuple
+        and type(value[1]) is dict
+        and all(type(k) is str for k in value[1])
+    )
 
 
 def _fenced(code: str) -> str:
@@ -111,24 +115,40 @@ class CruxEval(Suite):
         """The Python expression this task evaluates, from what the answer states; None if none."""
         raise NotImplementedError
 
-    def program(self, problem: Problem, expression: str) -> str:
-        raise NotImplementedError
-
     def grade(self, pairs: list[tuple[Problem, str]], run: RunPrograms) -> list[Verdict]:
         verdicts: list[Verdict | None] = [None] * len(pairs)
-        programs, slots = [], []
-        for i, (problem, answer) in enumerate(pairs):
+        found = []
+        for i, (_, answer) in enumerate(pairs):
             stated = _stated(answer)
             expression = self.expression(stated) if stated is not None else None
             if expression is None:
                 why = "no `Answer:` line" if stated is None else f"not a Python expression: {stated[:80]!r}"
                 verdicts[i] = Verdict(False, False, detail=why)
-                continue
-            programs.append(Program(self.program(problem, expression), self.wall_s))
-            slots.append((i, expression))
-        for (i, expression), result in zip(slots, run(programs), strict=True):
-            verdicts[i] = Verdict(result.passed, True, result.timed_out, result.detail or expression[:120])
+            else:
+                found.append((i, expression))
+        whys = self.check([(pairs[i][0], expression) for i, expression in found], run)
+        for (i, expression), (wrong, timed_out) in zip(found, whys, strict=True):
+            verdicts[i] = Verdict(wrong is None, True, timed_out, wrong or expression[:120])
         return [v for v in verdicts if v is not None]
+
+    def check(self, answers: list[tuple[Problem, str]], run: RunPrograms) -> list[tuple[str | None, bool]]:
+        """(None if right else why not, whether a program timed out) for each (problem, expression)."""
+        raise NotImplementedError
+
+
+def _evaluated(expression: str, namespace: str, wall_s: float) -> Program:
+    """The answer's program: the expression's value, `eval`-ed in `namespace` and nothing else."""
+    code = f"_EXPRESSION = {expression!r}\n\ndef _value():\n    return eval(_EXPRESSION, {namespace})\n"
+    return calls_program(code, [("_value", (), {})], wall_s)
+
+
+def _value(result: list[object] | str) -> object:
+    """A program's one value, or why there is none (a str: `said` wrote it)."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result[0], (Raised, Unplain)):
+        return said(result[0])
+    return result[0]
 
 
 @SUITES.register("cruxeval_o")
@@ -142,15 +162,30 @@ class CruxEvalOutput(CruxEval):
         value = sides[1] if sides else stated
         return value.strip() if _parse(value) is not None else None
 
-    def program(self, problem: Problem, expression: str) -> str:
-        # The true call runs first, so the answer's expression cannot redefine f before it.
-        return (
-            f"{problem.data['code']}\n\n{PLAIN}\n"
-            f"_want = f({problem.data['input']})\n"
-            f"_got = eval({expression!r}, {{}})\n"
-            f"assert _plain(_got), f'not plain data: {{type(_got).__name__}}'\n"
-            f"assert _want == _got, f'got {{_got!r:.80}}, want {{_want!r:.80}}'\n"
-        )
+    def check(self, answers: list[tuple[Problem, str]], run: RunPrograms) -> list[tuple[str | None, bool]]:
+        problems = list({p.pid: p for p, _ in answers}.values())
+        programs = [
+            calls_program(
+                f"{p.data['code']}\n\ndef _reference():\n    return f({p.data['input']})\n",
+                [("_reference", (), {})],
+                self.wall_s,
+            )
+            for p in problems
+        ]
+        programs += [_evaluated(expression, "{}", self.wall_s) for _, expression in answers]
+        results = run(programs)
+        wants = {p.pid: reported(r, 1) for p, r in zip(problems, results, strict=False)}
+        out: list[tuple[str | None, bool]] = []
+        for (problem, _), result in zip(answers, results[len(problems) :], strict=True):
+            want, got = wants[problem.pid], reported(result, 1)
+            if isinstance(want, str) or isinstance(want[0], (Raised, Unplain)):
+                why: str | None = f"the reference's run: {_value(want)}"
+            elif isinstance(got, str) or isinstance(got[0], (Raised, Unplain)):
+                why = str(_value(got))
+            else:
+                why = None if want[0] == got[0] else f"got {got[0]!r:.80}, want {want[0]!r:.80}"
+            out.append((why, result.timed_out))
+        return out
 
     def reference(self, problem: Problem) -> str:
         return f"Answer: {problem.data['output']}"
@@ -173,16 +208,29 @@ class CruxEvalInput(CruxEval):
         call = f"f({stated.strip()})"
         return call if _calls_f(_parse(call)) else None
 
-    def program(self, problem: Problem, expression: str) -> str:
-        # The answer's call is evaluated with `f` capturing its arguments, so the real f runs
-        # only on values already built (and checked to be plain data).
-        return (
-            f"{problem.data['code']}\n\n{PLAIN}\n"
-            f"_args, _kwargs = eval({expression!r}, {{'f': lambda *a, **k: (a, k)}})\n"
-            f"assert _plain(_args) and _plain(_kwargs), 'the arguments are not plain data'\n"
-            f"_got = f(*_args, **_kwargs)\n"
-            f"assert _got == ({problem.data['output']}), f'f(...) returned {{_got!r:.80}}'\n"
-        )
+    def check(self, answers: list[tuple[Problem, str]], run: RunPrograms) -> list[tuple[str | None, bool]]:
+        # The answer's call is evaluated with `f` capturing its arguments; the real f runs on
+        # those values (plain data, checked here) in a program of its own.
+        capture = "{'f': lambda *args, **kwargs: (args, kwargs)}"
+        results = run([_evaluated(expression, capture, self.wall_s) for _, expression in answers])
+        out: list[tuple[str | None, bool]] = [("", r.timed_out) for r in results]
+        programs, slots = [], []
+        for n, ((problem, _), result) in enumerate(zip(answers, results, strict=True)):
+            got = _value(reported(result, 1))
+            if not _is_arguments(got):
+                out[n] = (got if isinstance(got, str) else "the arguments are not plain data", result.timed_out)
+                continue
+            code = f"{problem.data['code']}\n\ndef _output():\n    return ({problem.data['output']})\n"
+            programs.append(calls_program(code, [("f", *got), ("_output", (), {})], self.wall_s))  # type: ignore[misc]
+            slots.append(n)
+        for n, result in zip(slots, run(programs), strict=True):
+            ran = reported(result, 2)
+            if isinstance(ran, str) or any(isinstance(v, (Raised, Unplain)) for v in ran):
+                why: str | None = f"f(...): {ran if isinstance(ran, str) else said(ran[0])}"
+            else:
+                why = None if ran[0] == ran[1] else f"f(...) returned {ran[0]!r:.80}"
+            out[n] = (why, out[n][1] or result.timed_out)
+        return out
 
     def reference(self, problem: Problem) -> str:
         return f"Answer: {problem.data['input']}"

