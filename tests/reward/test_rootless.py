@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,9 +130,15 @@ def unprivileged_user(home: Path) -> Iterator[Unprivileged]:
 
 
 @pytest.fixture(scope="module")
-def unprivileged(tmp_path_factory):
-    with unprivileged_user(tmp_path_factory.mktemp("rootless-home")) as user:
-        yield user
+def unprivileged():
+    # Not under pytest's temporary folder: that one is root's own (mode 0700), the user's home
+    # (uv's cache, the tests' own temporary folders) must be its to enter.
+    home = Path(tempfile.mkdtemp(prefix="swe-rl-rootless-home-"))
+    try:
+        with unprivileged_user(home) as user:
+            yield user
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _collected(files: tuple[str, ...]) -> int:
