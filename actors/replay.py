@@ -11,7 +11,8 @@ line of an agent step's rollout log (`run_dir/rollouts/step_N.jsonl`), whose tur
 episode runs in a sandbox session over the instance's snapshot in its environment
 (Runner.session: what its test runs see); each observation is printed as it comes. At the end
 the patch is the diff of the session's tree against the snapshot (reward/execution/workspace.py:
-links, binaries and bytecode left out and named), and each requested reward kind scores it
+links, binaries and bytecode left out and named; none when a session limit ended the episode,
+whose `ended_by` names it), and each requested reward kind scores it
 (reward/kinds/outcomes.py score_patch): `similarity` against the oracle patch, needing no tests;
 `tests` and `hybrid` from one fresh test run of that patch alone (its test patch applied, in a
 new sandbox: nothing the episode left behind reaches the verdict).
@@ -36,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.agent.episode import ScriptedPolicy, run_episode
+from actors.agent.episode import ScriptedPolicy, final_patch, run_episode
 from conf.config import AgentConfig, ExecutionConfig
 from conf.errors import UserError, fail
 from conf.io import write_text
@@ -78,7 +79,7 @@ def replay(
     """The episode, its patch and its rewards, as one JSON-able object (module docstring)."""
     with runner.session(instance) as session:
         episode = run_episode(ScriptedPolicy(turns), session, instance.problem_statement, agent)
-        patch, changes = session.patch()
+        episode, patch, left_out = final_patch(episode, session)
         start_s = session.start_s
     run = runner.run(TestJob(instance, patch)) if {"tests", "hybrid"} & set(kinds) else None
     rewards, errors = {}, {}
@@ -93,7 +94,7 @@ def replay(
         "instance_id": instance.instance_id,
         **out,
         "patch": patch,
-        "left_out": changes.left_out,
+        "left_out": left_out,
         "rewards": rewards,
         "errors": errors,
         "resolved": None if run is None else run.resolved,

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from data.paths import UnsafePath, repo_path
+from data.paths import UnsafePath, path_problem, repo_path
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -245,6 +245,25 @@ def unified_diff(path: str, old: str | None, new: str | None) -> str:
         n=3,
     )
     return "".join(header) + "".join(ln if ln.endswith("\n") else ln + "\n" + _NO_NEWLINE + "\n" for ln in lines)
+
+
+def name_problem(path: str) -> str | None:
+    """Why a unified diff cannot name `path` as it is (None: it can): a path `unified_diff`
+    writes must come back whole from `parse_patch`, never as another path (a newline would end
+    the header line, a tab the name, a byte that is not UTF-8 the patch's text)."""
+    if (problem := path_problem(path)) is not None:
+        return f"not a repository path: {problem}"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        return "a control character (a newline, a carriage return, a tab) in its name"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a name that is not UTF-8"
+    try:
+        parsed = [(fp.old_path, fp.new_path) for fp in parse_patch(unified_diff(path, "a\n", "b\n"))]
+    except PatchError:
+        parsed = []
+    return None if parsed == [(path, path)] else "a name a unified diff does not carry"
 
 
 def make_patch(old_files: Mapping[str, str], new_files: Mapping[str, str]) -> str:

@@ -83,9 +83,10 @@ def _parent_fd(root: str | Path, rel: str, create: bool, uid: int | None) -> tup
     return fd, parts[-1]
 
 
-def read_beneath(root: str | Path, rel: str) -> bytes | None:
+def read_beneath(root: str | Path, rel: str, max_bytes: int | None = None) -> bytes | None:
     """The content of the regular file `rel` below `root`; None when there is none (absent, or
-    a directory). A symbolic link anywhere on the way raises UnsafePath."""
+    a directory). A symbolic link anywhere on the way raises UnsafePath; a file over `max_bytes`
+    raises OSError(EFBIG) before a byte of it is read (a sparse file's size costs no disk)."""
     try:
         fd, name = _parent_fd(root, rel, create=False, uid=None)
     except FileNotFoundError:
@@ -99,10 +100,13 @@ def read_beneath(root: str | Path, rel: str) -> bytes | None:
             if exc.errno == errno.ELOOP:
                 raise UnsafePath(f"unsafe path {rel!r}: a symbolic link") from None
             raise
-        if not stat.S_ISREG(os.fstat(file).st_mode):  # a directory, a fifo, a device
+        st = os.fstat(file)
+        if not stat.S_ISREG(st.st_mode):  # a directory, a fifo, a device
             os.close(file)
             return None
         with os.fdopen(file, "rb") as handle:
+            if max_bytes is not None and st.st_size > max_bytes:
+                raise OSError(errno.EFBIG, f"{rel!r}: {st.st_size} bytes, over the {max_bytes} read")
             return handle.read()
     finally:
         os.close(fd)

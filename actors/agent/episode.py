@@ -11,10 +11,11 @@ user message:
 - bash: run with cfg.command_timeout_s; the observation gives the exit code (or says the
   command was killed at its timeout) and the output, cut to cfg.max_observation_chars by
   keeping its head and tail, the cut said in the text;
-- edit: per path in order: an unsafe path is refused; else its content now (absent = a new,
-  empty file) gets its edits by the reward's rule 3 (`apply_path_edits`), all or none for the
-  path; the paths that applied are written together. Paths are independent: one failed search
-  leaves its own path unchanged and the others applied, and the observation says which;
+- edit: per path in order: an unsafe path is refused (and so is one through a link of the
+  tree, which the workspace refuses); else its content now (absent = a new, empty file) gets
+  its edits by the reward's rule 3 (`apply_path_edits`), all or none for the path; the paths
+  that applied are written together. Paths are independent: one failed search leaves its own
+  path unchanged and the others applied, and the observation says which;
 - submit: the episode ends, with no observation;
 - invalid: the observation says what was wrong and how to act.
 
@@ -23,7 +24,17 @@ turns in a row ("format_errors"); when cfg.max_turns turns are taken ("max_turns
 cfg.episode_timeout_s of wall time has passed, checked between turns so a running command is
 never cut by it ("timeout"); or when the policy has no next turn ("script_end": a
 ScriptedPolicy past its last turn raises NoMoreTurns; "max_tokens": an engine policy whose
-context reached cfg.max_tokens, actors/agent/rollout.py). The loop counts no tokens.
+context reached cfg.max_tokens, actors/agent/rollout.py); or when an action passed one of the
+session's budgets (SessionLimit: a file too big to read, no room left for a write; one of
+reward/execution/workspace.py's LIMITS, "limit_answer", "limit_disk", ...). The loop counts no
+tokens.
+
+Whose failure: what the policy did in its own session is the policy's, so an episode a session
+limit ended, or whose final patch would pass one (too many files, names too long, folders too
+deep: `final_patch`), ends as that limit and is scored with no patch (0 under every kind: an
+empty patch resolves nothing and is like no oracle), in the loss and its group's statistics.
+Only a session that fails (SessionFailed: it did not start, its sandbox died) is an
+infrastructure failure, which the driver leaves out.
 """
 
 from __future__ import annotations
@@ -36,13 +47,13 @@ from typing import Any, Literal, Protocol
 
 from actors.agent.actions import Action, ActionKind, parse_turn
 from conf.config import AgentConfig
-from data.paths import path_problem
+from data.paths import UnsafePath, path_problem
 from data.schema import Instance
 from reward.apply import MAX_CONTENT_CHARS, apply_path_edits
-from reward.execution.workspace import CommandResult
+from reward.execution.workspace import LIMITS, CommandResult, Limit, Session, SessionLimit
 from reward.parse import Rejected, quote
 
-EndedBy = Literal["submit", "format_errors", "max_turns", "timeout", "script_end", "max_tokens"]
+EndedBy = Literal["submit", "format_errors", "max_turns", "timeout", "script_end", "max_tokens", Limit]
 
 
 class Workspace(Protocol):
@@ -125,6 +136,8 @@ class Episode:
     # Commands run, and how many of them were killed at their timeout.
     commands: int
     command_timeouts: int
+    # What the session limit that ended it said ("" for every other ending).
+    limit: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The episode as plain JSON types (dicts, lists, strings, numbers, None)."""
@@ -200,6 +213,7 @@ def run_episode(
     errors_in_a_row = format_errors = commands = command_timeouts = 0
     started = clock()
     ended_by: EndedBy = "max_turns"
+    limit = ""
     while len(turns) < cfg.max_turns:
         if clock() - started >= cfg.episode_timeout_s:
             ended_by = "timeout"
@@ -217,15 +231,20 @@ def run_episode(
             ended_by = "submit"
             break
         exit_code, action_started = None, clock()
-        if action.kind == "bash":
-            result = workspace.run(action.command, cfg.command_timeout_s, _output_bytes(cfg))
-            observation, exit_code = bash_observation(result, cfg), result.exit_code
-            commands += 1
-            command_timeouts += result.timed_out
-        elif action.kind == "edit":
-            observation = apply_turn_edits(workspace, action)
-        else:
-            observation = f"Your turn was not carried out: {action.error}."
+        try:
+            if action.kind == "bash":
+                result = workspace.run(action.command, cfg.command_timeout_s, _output_bytes(cfg))
+                observation, exit_code = bash_observation(result, cfg), result.exit_code
+                commands += 1
+                command_timeouts += result.timed_out
+            elif action.kind == "edit":
+                observation = apply_turn_edits(workspace, action)
+            else:
+                observation = f"Your turn was not carried out: {action.error}."
+        except SessionLimit as hit:  # the policy's own doing: the episode ends as that limit
+            turns.append(Turn(text, action.kind, str(hit), clock() - turn_started, None, clock() - action_started))
+            ended_by, limit = hit.limit, str(hit)
+            break
         messages.append(Message("user", observation))
         now = clock()
         turns.append(Turn(text, action.kind, observation, now - turn_started, exit_code, now - action_started))
@@ -234,7 +253,20 @@ def run_episode(
         if errors_in_a_row >= cfg.max_format_errors:
             ended_by = "format_errors"
             break
-    return Episode(tuple(messages), tuple(turns), ended_by, format_errors, commands, command_timeouts)
+    return Episode(tuple(messages), tuple(turns), ended_by, format_errors, commands, command_timeouts, limit)
+
+
+def final_patch(episode: Episode, session: Session) -> tuple[Episode, str, dict[str, str]]:
+    """The episode, its final patch and what the patch left out (Session.patch). An episode a
+    session limit ended has none, and neither has one whose patch would pass a limit: it then
+    ends as that limit (module docstring)."""
+    if episode.ended_by in LIMITS:
+        return episode, "", {}
+    try:
+        patch, changes = session.patch()
+    except SessionLimit as hit:
+        return dataclasses.replace(episode, ended_by=hit.limit, limit=str(hit)), "", {}
+    return episode, patch, changes.left_out
 
 
 def _output_bytes(cfg: AgentConfig) -> int:
@@ -277,7 +309,11 @@ def apply_turn_edits(workspace: Workspace, action: Action) -> str:
         if (problem := path_problem(path)) is not None:
             lines.append(f"{shown}: refused, not a path inside the repository ({problem})")
             continue
-        original = workspace.read(path)
+        try:
+            original = workspace.read(path)
+        except UnsafePath as refused:  # a link of the tree on the way
+            lines.append(f"{shown}: refused, {refused}")
+            continue
         try:
             content = apply_path_edits(path, original or "", edits, MAX_CONTENT_CHARS)
         except Rejected as rejected:
@@ -290,5 +326,8 @@ def apply_turn_edits(workspace: Workspace, action: Action) -> str:
         created = " (a new file)" if original is None else ""
         lines.append(f"{shown}: {len(edits)} edit{'s' if len(edits) > 1 else ''} applied{created}")
     if changes:
-        workspace.write(changes)
+        try:
+            workspace.write(changes)
+        except UnsafePath as refused:  # each path was read through no link, so rarely: said, and the episode goes on
+            lines.append(f"not written: {refused}")
     return "\n".join(lines)

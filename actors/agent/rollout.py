@@ -17,7 +17,9 @@ serves the earlier turns.
 
 An episode whose session cannot start (SessionFailed: the snapshot, the environment, the
 sandbox) or whose session dies is an infrastructure failure (`infra_error`), never scored as
-the policy's: the driver leaves it out of its group's statistics.
+the policy's: the driver leaves it out of its group's statistics. One whose actions or final
+tree passed a session limit is the policy's (episode.py `final_patch`): it ends as that limit,
+with no patch, and is trained on.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from actors.agent.episode import Message, NoMoreTurns, run_episode, task_messages
+from actors.agent.episode import Message, NoMoreTurns, final_patch, run_episode, task_messages
 from actors.agent.tokens import EpisodeTokens, Template, observation_ids
 from conf.config import AgentConfig
 from data.prompt import encode_prompt
@@ -271,8 +273,7 @@ def run_agent_episodes(
                     temperature=spec.temperature,
                 )  # fmt: skip
                 episode = run_episode(policy, session, spec.instance.problem_statement, cfg)
-                out.patch, changes = session.patch()
-                out.left_out = changes.left_out
+                episode, out.patch, out.left_out = final_patch(episode, session)
             out.episode = {k: v for k, v in episode.to_json().items() if k != "messages"}
         except SessionFailed as exc:
             out.infra_error = str(exc)

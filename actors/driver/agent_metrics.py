@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from actors.agent.episode import time_split
 from actors.driver.generation import Group
+from reward.execution.workspace import LIMITS
 
 ACTIONS = ("bash", "edit", "submit", "invalid")
 ENDINGS = ("submit", "format_errors", "max_turns", "max_tokens", "timeout", "infra")
@@ -15,7 +16,8 @@ ENDINGS = ("submit", "format_errors", "max_turns", "max_tokens", "timeout", "inf
 
 def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
     """{} outside agent mode; else per step: turns per episode (mean, max), actions by kind,
-    format errors, command timeouts, episodes by how they ended, where an episode's time went
+    format errors, command timeouts, episodes by how they ended (every session limit together
+    as `limit`), where an episode's time went
     (waiting for its turns to be generated vs its commands running, means per episode), the
     engines' busy fraction and the share of the turns' prompt tokens their prefix cache served."""
     episodes = [c for g in groups for c in g.completions if c.episode is not None]
@@ -40,4 +42,5 @@ def agent_metrics(groups: Sequence[Group]) -> dict[str, float]:
     }
     out.update({f"agent_actions_{kind}": float(actions[kind]) for kind in ACTIONS})
     out.update({f"agent_ended_{how}": float(ended[how]) for how in ENDINGS})
+    out["agent_ended_limit"] = float(sum(ended[limit] for limit in LIMITS))  # any session limit
     return out

@@ -67,7 +67,8 @@ class Group:
 
 # How an agent episode ended when a limit cut it (actors/agent/episode.py EndedBy): left out of
 # the loss unless agent.keep_cut_episodes (DeepSWE's compact filtering); "infra": its session
-# failed, left out of the loss and of its group's statistics (advantages_of).
+# failed, left out of the loss and of its group's statistics (advantages_of). A session limit
+# ("limit_*": what the policy put in its own tree) is neither: the policy's failure, trained on.
 CUT_BY_LIMIT = frozenset({"max_turns", "max_tokens", "timeout"})
 
 

@@ -129,9 +129,9 @@ PANELS: tuple[Panel, ...] = (
         (
             *("agent_actions_bash", "agent_actions_edit", "agent_actions_submit", "agent_actions_invalid"),
             *("agent_ended_submit", "agent_ended_format_errors", "agent_ended_max_turns"),
-            *("agent_ended_max_tokens", "agent_ended_timeout", "agent_ended_infra"),
+            *("agent_ended_max_tokens", "agent_ended_timeout", "agent_ended_limit", "agent_ended_infra"),
         ),
-        "actions by kind; episodes by how they ended (infra: the session failed, not the policy)",
+        "actions by kind; episodes by how they ended (limit: a session limit, the policy's; infra: the session failed)",
     ),
     Panel(
         "Agent time",

@@ -37,7 +37,7 @@ EXPORTED: tuple[str, ...] = (
     *("agent_engine_busy_fraction", "agent_actions_bash", "agent_actions_edit", "agent_actions_submit"),
     *("agent_actions_invalid", "agent_ended_submit", "agent_ended_format_errors", "agent_ended_max_turns"),
     *("agent_ended_max_tokens", "agent_ended_timeout", "agent_ended_infra", "agent_prefix_cache_hit_rate"),
-    *("agent_generation_s", "agent_command_s"),
+    *("agent_generation_s", "agent_command_s", "agent_ended_limit"),
 )
 
 

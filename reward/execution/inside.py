@@ -1,6 +1,6 @@
 """PID 1 of a sandbox's namespaces: build its root, drop to nobody, run the command, end it all.
 
-Started by reward/execution/sandbox.py as `unshare ... python -I -S path/to/inside.py SPEC`
+Started by reward/execution/sandbox.py as `unshare ... python -I -S -B path/to/inside.py SPEC`
 (or, for a sandbox session, ahead of time as `... inside.py --spare FD PATHS`, reading SPEC's
 path from that descriptor once it has its session: `spare` below), as root, in fresh mount,
 PID, network, IPC and UTS namespaces (the mount namespace's propagation is private: none of

@@ -54,7 +54,7 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 command that prints more is killed ("output").
 
 How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
-`python -I -S reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
+`python -I -S -B reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
 builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
 chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself keeps its privileges).
 As root that is all; as any other user the namespaces are made inside a user namespace first
@@ -204,10 +204,13 @@ def pid1_command(*args: str) -> list[str]:
         "--propagation",
         "private",
         # The script by path, isolated (-I) and without site (-S): it needs the standard library
-        # only, and skipping the project's packages and site-packages saves ~60 ms per run.
+        # only, and skipping the project's packages and site-packages saves ~60 ms per run. No
+        # bytecode (-B): it loads data/paths.py and workspace_inside.py by path, as root, and
+        # would write their caches into the project's checkout (-I ignores PYTHONDONTWRITEBYTECODE).
         sys.executable,
         "-I",
         "-S",
+        "-B",
         str(Path(__file__).with_name("inside.py")),
         *args,
     ]

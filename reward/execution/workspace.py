@@ -22,12 +22,21 @@ reads; one length-prefixed JSON answer per request on a pipe only PID 1 writes. 
 never hold either. What comes back is hostile text: bounded (`answer_bytes`), decoded here.
 
 The episode's patch is `patch()`: the diff of the session's tree against the snapshot, built on
-the host from the overlay's upper folder (files written, deleted, or in a folder made again).
+the host from the overlay's upper folder (files written, deleted, or in a folder made again;
+every file of the lower layers under a folder deleted whole, `rm -rf DIR`, is deleted).
 Left out, and listed in `Changes.left_out` with why: links, binary files (not UTF-8 or with a
-NUL byte), files over `file_bytes`, and the byproducts of running code (IGNORED: bytecode,
-caches) that no `git diff` would show. A file written back with the snapshot's content is no
-change. The harness's own files of the run (the environment's version modules) are not the
-agent's: they are left out when unchanged.
+NUL byte), files over `file_bytes`, paths a unified diff cannot name (a newline, a carriage
+return, a byte that is not UTF-8: data.patching.name_problem), and the byproducts of running
+code (IGNORED: bytecode, caches) that no `git diff` would show. A file written back with the
+snapshot's content is no change. The harness's own files of the run (the environment's version
+modules) are not the agent's: they are left out when unchanged.
+
+Whose failure: everything in the session's tree is the policy's, so every budget its content
+can pass (`SessionLimits`: a file too big to read, too many files changed, their paths too long
+together, folders too deep, no room left for a write, a walk of the changes too slow) raises
+SessionLimit, named by one of LIMITS: the episode ends as the policy's (actors/agent/episode.py),
+scored, never as an infrastructure failure. SessionFailed is left for what the policy cannot
+cause: a sandbox that does not start, a PID 1 that dies or stops answering, the host.
 """
 
 from __future__ import annotations
@@ -49,11 +58,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from data import paths
-from data.patching import unified_diff
-from data.paths import path_problem, read_beneath, repo_path
+from data.patching import name_problem, unified_diff
+from data.paths import UnsafePath, read_beneath, repo_path
 from reward.execution import sandbox
 from reward.execution.environments import Environment
 
@@ -65,6 +74,20 @@ IGNORED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 class SessionFailed(RuntimeError):
     """The session's sandbox did not start or stopped answering: an infrastructure failure,
     never the policy's."""
+
+
+# The budgets of a session its tree's content can pass, as the episode's `ended_by` names them.
+Limit = Literal["limit_answer", "limit_disk", "limit_files", "limit_names", "limit_depth", "limit_time"]
+LIMITS: tuple[Limit, ...] = get_args(Limit)
+
+
+class SessionLimit(Exception):
+    """What the policy put in the session's tree passed one of its budgets (module docstring):
+    the policy's failure, not the infrastructure's. `limit` is one of LIMITS."""
+
+    def __init__(self, limit: Limit, why: str) -> None:
+        super().__init__(why)
+        self.limit: Limit = limit
 
 
 @dataclass(frozen=True)
@@ -88,8 +111,16 @@ class SessionLimits:
     # wall_s is unused: each command has its own timeout_s.
     sandbox: sandbox.Limits = field(default_factory=sandbox.Limits)
     answer_bytes: int = 64 << 20  # largest answer read from PID 1
+    read_bytes: int = 32 << 20  # largest file `read` returns (base64 in the answer: 4/3 of it)
     file_bytes: int = 1 << 20  # largest file a patch may hold
     total_bytes: int = 16 << 20  # all of a patch's files together
+    # The walk of the changes: entries (files, folders, whiteouts), their paths' bytes together,
+    # folder depth, seconds. With total_bytes, its answer stays under answer_bytes (a name's
+    # JSON costs at most 6 bytes a byte: 6 x 4 MiB + 16 MiB x 4/3 + 100,000 entries' framing).
+    tree_entries: int = 100_000
+    tree_name_bytes: int = 4 << 20
+    tree_depth: int = 128
+    changes_s: float = 60.0
     start_s: float = 30.0  # PID 1 must be ready within this
     margin_s: float = 10.0  # past a command's own limit, PID 1 must have answered
 
@@ -303,12 +334,14 @@ class Session:
         )
 
     def read(self, path: str) -> str | None:
-        """The file at `path` in the session's tree now (None: absent or not a file)."""
-        data = self._ask({"op": "read", "path": repo_path(path)})["data"]
+        """The file at `path` in the session's tree now (None: absent or not a file; UnsafePath:
+        a link of the tree on the way; SessionLimit: over read_bytes)."""
+        data = self._ask({"op": "read", "path": repo_path(path), "max_bytes": self.limits.read_bytes})["data"]
         return None if data is None else base64.b64decode(data).decode("utf-8", "surrogateescape")
 
     def write(self, changes: Mapping[str, str | None]) -> None:
-        """Write (None: delete) files of the session's tree, as the sandbox's user."""
+        """Write (None: delete) files of the session's tree, as the sandbox's user (UnsafePath:
+        a link of the tree on the way; SessionLimit: no room left in the tree)."""
         encoded = {
             repo_path(rel): None if text is None else base64.b64encode(text.encode("utf-8", "surrogateescape")).decode()
             for rel, text in changes.items()
@@ -318,14 +351,26 @@ class Session:
     def changes(self) -> Changes:
         """The agent's changes to the snapshot's files (module docstring: what is left out)."""
         limits = self.limits
-        raw = self._ask({"op": "changes", "file_bytes": limits.file_bytes, "total_bytes": limits.total_bytes})
+        raw = self._ask(
+            {
+                "op": "changes",
+                "file_bytes": limits.file_bytes,
+                "total_bytes": limits.total_bytes,
+                "max_entries": limits.tree_entries,
+                "max_name_bytes": limits.tree_name_bytes,
+                "max_depth": limits.tree_depth,
+                "deadline_s": limits.changes_s,
+                "skip_dirs": sorted(IGNORED_DIRS),
+                "skip_suffixes": list(IGNORED_SUFFIXES),
+            }
+        )
         files: dict[str, str | None] = {}
         left_out = {rel: str(why) for rel, why in raw["other"].items() if not ignored(rel)}
         for rel, encoded in raw["files"].items():
             if ignored(rel):
                 continue
-            if (problem := path_problem(rel)) is not None:
-                left_out[rel] = f"not a repository path: {problem}"
+            if (problem := name_problem(rel)) is not None:
+                left_out[rel] = problem
                 continue
             data = base64.b64decode(encoded)
             if data == self._original(rel):
@@ -337,16 +382,18 @@ class Session:
                 files[rel] = data.decode("utf-8")
             except UnicodeDecodeError:
                 left_out[rel] = "not UTF-8 text"
-        gone = [rel for rel in raw["deleted"] if not ignored(rel)]
-        for folder in raw["opaque"]:  # a folder deleted and made again: what upper lacks is gone
-            base = self.snapshot / folder
-            if base.is_dir() and not base.is_symlink():
-                for path in base.rglob("*"):
-                    rel = str(path.relative_to(self.snapshot))
-                    if path.is_file() and not path.is_symlink() and rel not in raw["files"]:
-                        gone.append(rel)
+        # A whiteout over a folder (rm -rf DIR) or an opaque folder (deleted and made again)
+        # hides every file of the lower layers under it that upper does not hold itself.
+        present = set(raw["files"]) | set(raw["other"])
+        gone = list(raw["deleted"])
+        for folder in (*raw["deleted"], *raw["opaque"]):
+            gone += [rel for rel in self._lower_files(folder) if rel not in present]
         for rel in gone:
-            if self._original(rel) is not None:  # a whiteout over a folder, or a file made and removed
+            if ignored(rel) or self._original(rel) is None:  # a file made and removed, a folder
+                continue
+            if (problem := name_problem(rel)) is not None:
+                left_out[rel] = problem
+            else:
                 files[rel] = None
         for rel, text in self.env.generated.items():  # the harness's own files of the run
             if files.get(rel) == text:
@@ -380,6 +427,20 @@ class Session:
         self.close()
 
     # -- plumbing -----------------------------------------------------------------------------
+    def _lower_files(self, folder: str) -> list[str]:
+        """Every path under `folder` in the lower layers (the build's products, the snapshot),
+        none through a link: the files a whiteout or an opaque folder there hides. These trees
+        are the harness's (the commit's and its build's), not the agent's."""
+        found: set[str] = set()
+        for layer in (*self.env.layers, str(self.snapshot)):
+            real = os.path.realpath(layer)
+            base = os.path.join(real, folder)
+            if os.path.realpath(base) != base or not os.path.isdir(base):  # a link on the way, or no folder
+                continue
+            for top, _, names in os.walk(base):  # never into a link to a folder
+                found.update(os.path.relpath(os.path.join(top, name), real) for name in names)
+        return sorted(found)
+
     def _original(self, rel: str) -> bytes | None:
         """The file as the run started: the products layer over the snapshot."""
         for layer in (*self.env.layers, str(self.snapshot)):
@@ -393,10 +454,15 @@ class Session:
         if self._stopped:
             raise SessionFailed(f"session {request['op']}: the session is closed")
         self._send(request)
-        wait = float(request.get("timeout_s", 0.0)) + self.limits.margin_s + 60.0 * (request["op"] == "changes")
+        wait = float(request.get("timeout_s", request.get("deadline_s", 0.0))) + self.limits.margin_s
         answer = self._read_answer(wait, request["op"])
         if "error" in answer:
-            raise SessionFailed(f"session {request['op']}: {answer['error']}")
+            why = f"session {request['op']}: {answer['error']}"
+            if answer.get("limit") in LIMITS:
+                raise SessionLimit(answer["limit"], why)
+            if answer.get("refused"):
+                raise UnsafePath(why)
+            raise SessionFailed(why)
         return answer
 
     def _send(self, request: dict[str, Any]) -> None:
@@ -412,8 +478,9 @@ class Session:
         deadline = time.monotonic() + wait_s
         header = self._read_exactly(8, deadline, what)
         (size,) = struct.unpack(">Q", header)
-        if size > self.limits.answer_bytes:
-            self._fail(f"{what}: an answer of {size} bytes, over {self.limits.answer_bytes}")
+        if size > self.limits.answer_bytes:  # what the tree held, which PID 1 bounds: a limit missed
+            self._stop()
+            raise SessionLimit("limit_answer", f"{what}: an answer of {size} bytes, over {self.limits.answer_bytes}")
         answer: dict[str, Any] = json.loads(self._read_exactly(size, deadline, what))
         return answer
 

@@ -1,21 +1,27 @@
 """The agent's episode loop on an in-memory workspace and scripted policies: what each action
-does to the files, what the policy is shown, and every way an episode ends."""
+does to the files, what the policy is shown, and every way an episode ends (a session limit
+the policy's own tree passed among them; the real session's limits: tests/reward/test_workspace.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
+
+import pytest
 
 from actors.agent.actions import parse_turn
 from actors.agent.episode import (
     Message,
     ScriptedPolicy,
     cut_output,
+    final_patch,
     run_episode,
     system_prompt,
 )
 from conf.config import AgentConfig
-from reward.execution.workspace import CommandResult
+from data.paths import UnsafePath
+from reward.execution.workspace import Changes, CommandResult, SessionFailed, SessionLimit
 
 CFG = AgentConfig()
 SUBMIT = "Done.\n```submit\n```"
@@ -293,3 +299,64 @@ def test_a_turn_tells_its_action_time_from_the_wait_for_its_answer():
     completions = [Completion([1], [0.0], "", "submit", [1.0], record) for _ in range(2)]
     metrics = agent_metrics([Group("1/x", None, completions, 0, "a")])  # type: ignore[arg-type]
     assert metrics["agent_generation_s"] == 6.0 and metrics["agent_command_s"] == 30.0  # per episode
+
+
+class LimitedWorkspace(FakeWorkspace):
+    """A workspace whose file `big.py` is over its read budget and whose `link/` goes through a
+    link of the tree, as a real session answers them (reward/execution/workspace.py)."""
+
+    def read(self, path: str) -> str | None:
+        if path == "big.py":
+            raise SessionLimit("limit_answer", "session read: a file too big to read")
+        if path.startswith("link/"):
+            raise UnsafePath(f"unsafe path {path!r}: 'link' is not a directory of the tree")
+        return super().read(path)
+
+
+def test_a_session_limit_ends_the_episode_as_that_limit():
+    workspace = LimitedWorkspace({"a.py": "x = 1\n"})
+    turns = [edit("a.py", "x = 1", "x = 2"), edit("big.py", "x = 1", "x = 2"), SUBMIT]
+    episode = run_episode(ScriptedPolicy(turns), workspace, "t", CFG)
+    assert (episode.ended_by, len(episode.turns), episode.limit) == (
+        "limit_answer",
+        2,
+        "session read: a file too big to read",
+    )
+    assert episode.turns[1].observation == episode.limit and episode.to_json()["limit"] == episode.limit
+
+
+def test_a_path_through_a_link_of_the_tree_is_refused_and_the_episode_goes_on():
+    workspace = LimitedWorkspace({"a.py": "x = 1\n"})
+    turn = edit("link/passwd", "root", "x") + "\n" + edit("a.py", "x = 1", "x = 2")
+    episode = run_episode(ScriptedPolicy([turn, SUBMIT]), workspace, "t", CFG)
+    assert episode.ended_by == "submit" and workspace.files == {"a.py": "x = 2\n"}
+    assert episode.turns[0].observation.splitlines() == [
+        "link/passwd: refused, unsafe path 'link/passwd': 'link' is not a directory of the tree",
+        "a.py: 1 edit applied",
+    ]
+
+
+class PatchingWorkspace(FakeWorkspace):
+    def __init__(self, fail: Exception | None) -> None:
+        super().__init__({})
+        self.fail = fail
+
+    def patch(self) -> tuple[str, Changes]:
+        if self.fail is not None:
+            raise self.fail
+        return "a patch", Changes({"a.py": "x"}, {"b.bin": "a binary file"})
+
+
+def test_the_final_patch_of_a_tree_past_a_limit_is_none_and_the_episode_ends_as_that_limit():
+    done = run_episode(ScriptedPolicy([SUBMIT]), FakeWorkspace({}), "t", CFG)
+    kept = final_patch(done, PatchingWorkspace(None))  # type: ignore[arg-type]
+    assert kept == (done, "a patch", {"b.bin": "a binary file"})
+    hit = SessionLimit("limit_depth", "session changes: folders nested over 128 deep in the tree")
+    episode, patch, left_out = final_patch(done, PatchingWorkspace(hit))  # type: ignore[arg-type]
+    assert (episode.ended_by, episode.limit, patch, left_out) == ("limit_depth", str(hit), "", {})
+    # One a limit already ended has no patch, and the session is not asked for one.
+    ended = dataclasses.replace(done, ended_by="limit_disk")
+    assert final_patch(ended, PatchingWorkspace(AssertionError("asked"))) == (ended, "", {})  # type: ignore[arg-type]
+    # A session that fails is not the policy's: it goes up to the caller (the infra ending).
+    with pytest.raises(SessionFailed):
+        final_patch(done, PatchingWorkspace(SessionFailed("the session's sandbox ended")))  # type: ignore[arg-type]

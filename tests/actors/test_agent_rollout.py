@@ -22,6 +22,11 @@ pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbo
 SCRIPTS = {
     "slow": ["```bash\nsleep 3; echo slept\n```", FIX, "```submit\n```"],
     "quick": ["```bash\nls calspan\n```", "```bash\necho two\n```", FIX, "```submit\n```"],
+    "deep": [
+        FIX,
+        "```bash\npython -c \"import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')\"\n```",
+        "```submit\n```",
+    ],
 }
 
 
@@ -96,3 +101,16 @@ def test_a_session_that_cannot_start_is_an_infrastructure_failure(tokenizer, tmp
     )
     assert episode.infra_error and "2.1" in episode.infra_error and episode.ended_by == "infra"
     assert server.stats.requests == 0 and server.stats.steps == 0  # no turn was generated for it
+
+
+def test_a_tree_past_a_session_limit_is_the_policys_not_the_infrastructures(tokenizer, tmp_path):
+    """3000 nested folders after the fix: the walk of the changes stops at its depth budget and
+    the episode ends as that limit, with no patch (scored as no change), not as `infra`."""
+    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path)))
+    instance = next(i for i in read_instances("demo", 0) if i.instance_id == "demo__calspan-3")
+    server = TurnServer(ScriptedEngine(tokenizer, {9: "deep"}))
+    (episode,) = run_agent_episodes(
+        [EpisodeSpec("0/0/z", 0, instance, 9)], server, runner.session, tokenizer, AgentConfig(), max_new_tokens=512
+    )
+    assert (episode.infra_error, episode.ended_by, episode.patch) == (None, "limit_depth", "")
+    assert "nested over 128 deep" in episode.episode["limit"] and len(episode.episode["turns"]) == 3

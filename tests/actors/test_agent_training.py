@@ -34,6 +34,16 @@ def test_the_loss_sees_sampled_tokens_and_no_cut_or_failed_episode():
     assert kept[1].loss_mask == [1, 1, 0, 1] and kept[2].loss_mask == [0] * 4  # infra never
 
 
+def test_an_episode_a_session_limit_ended_is_the_policys_trained_and_counted():
+    from actors.driver.agent_metrics import agent_metrics
+
+    group = _group([_episode("submit"), _episode("limit_depth"), _episode("limit_answer"), _episode("infra")])
+    assert [s.loss_mask for s in train_samples([group], [1.0, -1.0, -1.0, 0.0])][1:3] == [[1, 1, 0, 1]] * 2
+    assert valid_samples([group]).tolist() == [True, True, True, False]  # in its group's baseline
+    metrics = agent_metrics([group])
+    assert (metrics["agent_ended_limit"], metrics["agent_ended_infra"], metrics["agent_ended_submit"]) == (2, 1, 1)
+
+
 def test_a_failed_episode_is_left_out_of_its_groups_statistics():
     groups = [
         _group([_episode("submit"), _episode("infra"), _episode("submit")]),

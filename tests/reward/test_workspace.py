@@ -4,6 +4,7 @@ command does is contained and the next command of the same session still works."
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 from pathlib import Path
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from data.patching import apply_patch
+from data.paths import UnsafePath
 from reward.execution import identity, sandbox
 from reward.execution.environments import Environments, EnvSpec
 from reward.execution.sandbox import NOBODY
-from reward.execution.workspace import Session, SessionFailed, SessionLimits
+from reward.execution.workspace import Session, SessionFailed, SessionLimit, SessionLimits
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}")
 
@@ -176,3 +178,140 @@ def test_spares_end_when_closed_and_a_dead_one_is_passed_over(tmp_path):
     spares.close()
     assert second.proc.poll() is not None  # its pipe closed, it exited without a spec
     assert spares.take() is None and spares._ready == []  # closed: none started again
+
+
+# -- what the policy puts in its own tree is the policy's: a session limit, never an infra failure
+DEEP = "python3 -c \"import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')\""
+MANY = "python3 -c \"import os\nfor i in range(25000): open('f%05d' % i + 'x' * 200, 'w').close()\""
+SUBMIT = "```submit\n```"
+
+
+def _bash(command: str) -> str:
+    return f"```bash\n{command}\n```"
+
+
+def _edit(path: str) -> str:
+    return f"```python\n### {path}\n<<<<<<< SEARCH\nx = 0\n=======\nx = 1\n>>>>>>> REPLACE\n```"
+
+
+@pytest.fixture
+def roomy(session):
+    """A session whose file limit lets a command make a sparse file of 300 MB (no disk used)."""
+    limits = SessionLimits(sandbox.Limits(pids=64, file_mb=512, memory_mb=512))
+    with Session(session.snapshot, session.env, limits=limits) as live:
+        yield live
+
+
+@pytest.mark.parametrize(
+    ("turns", "limit"),
+    [
+        ([_bash("truncate -s 300M big.py"), _edit("big.py"), SUBMIT], "limit_answer"),  # its read: over the cap
+        ([_bash(DEEP), SUBMIT], "limit_depth"),  # 3000 nested folders: the walk of the changes
+        ([_bash(MANY), SUBMIT], "limit_names"),  # 25,000 files of 206-byte names: 5 MB of names
+    ],
+)
+def test_a_tree_past_a_session_limit_ends_the_episode_as_the_policys(roomy, turns, limit):
+    from actors.agent.episode import ScriptedPolicy, final_patch, run_episode
+    from conf.config import AgentConfig
+
+    episode = run_episode(ScriptedPolicy(turns), roomy, "task", AgentConfig())
+    episode, patch, left_out = final_patch(episode, roomy)
+    assert (episode.ended_by, patch, left_out) == (limit, "", {}) and episode.limit
+    # PID 1 answered with the limit and lives on: the session still works.
+    assert roomy.run("echo alive", 10, 100).output == "alive\n"
+
+
+def test_pid_1_answers_every_request_and_outlives_it(session):
+    with pytest.raises(SessionLimit) as hit:  # the walk is a loop: no RecursionError at any depth
+        session.run(DEEP, 30, 100)
+        session.changes()
+    assert hit.value.limit == "limit_depth"
+    session._send({"op": "read"})  # a request without its fields: an error as the answer
+    assert "error" in session._read_answer(5, "read")
+    session.run("ln -s /etc docs/etc", 10, 100)
+    with pytest.raises(UnsafePath):  # a link of the tree on the way: refused, not a failure
+        session.read("docs/etc/passwd")
+    assert session.run("echo alive", 10, 100).output == "alive\n"
+
+
+def test_a_killed_session_is_still_an_infrastructure_failure(session):
+    session._proc.kill()
+    with pytest.raises(SessionFailed) as failed:
+        session.run("true", 5, 100)
+    assert not isinstance(failed.value, SessionLimit)
+
+
+def test_a_folder_removed_whole_has_every_file_under_it_deleted(session):
+    session.run("mkdir -p docs/sub && echo b > docs/sub/b.txt", 10, 100)  # made in the session...
+    (session.snapshot / "docs" / "sub").mkdir()  # ...and one in the snapshot's lower layer too
+    (session.snapshot / "docs" / "sub" / "c.txt").write_text("c\n")
+    session.run("rm -rf docs pkg/__init__.py", 10, 100)
+    assert session.changes().files == {"docs/old.txt": None, "docs/sub/c.txt": None, "pkg/__init__.py": None}
+
+
+def test_a_name_a_diff_cannot_carry_is_left_out_and_named(session):
+    made = "touch \"$(printf 'a\\nb.py')\" \"$(printf 'c\\rd.py')\" \"$(printf 'e\\tf.py')\" \"$(printf 'g\\x80.py')\""
+    nested = "\"$(printf 'n\\npkg')/pkg\""  # a folder "n<newline>pkg": never the path pkg/mod.py
+    session.run(f"{made}; mkdir -p {nested} && echo x > {nested}/mod.py; echo y > ok.py", 10, 400)
+    patch, changes = session.patch()
+    assert changes.files == {"ok.py": "y\n"} and patch.count("diff --git") == 1
+    assert set(changes.left_out) == {"a\nb.py", "c\rd.py", "e\tf.py", "g\udc80.py", "n\npkg/pkg/mod.py"}
+    assert all("name" in why for why in changes.left_out.values())
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_replayed_session_and_its_patch_make_the_same_tree(session, tmp_path):
+    """Every kind of change a session can make, then the snapshot with the patch applied is the
+    session's tree, file by file."""
+    session.run(
+        "rm -rf docs && mkdir -p docs/new lib/a/b && echo n > docs/new/n.txt && echo deep > lib/a/b/c.py"
+        " && sed -i 's/1/3/' pkg/mod.py && rm pkg/__init__.py && mkdir pkg/__init__.py 2>/dev/null;"
+        " rmdir pkg/__init__.py; printf 'no newline' > tail.txt && mv lib/a/b/c.py lib/a/moved.py",
+        10,
+        1000,
+    )
+    # The session's tree as its commands see it: each file's name and content, NUL-separated.
+    dump = 'find . -type f -print0 | xargs -0 -n1 sh -c \'printf "%s\\0" "$0"; cat "$0"; printf "\\0"\''
+    parts = session.run(dump, 10, 100000).output.split("\0")[:-1]
+    final = {name.removeprefix("./"): text for name, text in zip(parts[::2], parts[1::2], strict=True)}
+    patch, changes = session.patch()
+    assert changes.left_out == {}
+    before = _tree(session.snapshot)
+    produced = {**before, **apply_patch(before, patch)}  # a deleted file comes back as ""
+    for rel in [rel for rel, text in changes.files.items() if text is None]:
+        del produced[rel]
+    assert produced == final and "docs/old.txt" not in produced
+
+
+def test_pid_1_reaps_orphans_as_they_exit(session):
+    # 300 orphans one after another under a cap of 64 processes: each is reaped as it exits.
+    result = session.run("for i in $(seq 300); do (true &); done; echo done", 30, 4000)
+    assert (result.exit_code, result.output) == (0, "done\n")
+
+
+def test_nothing_pid_1_loads_writes_bytecode_into_the_checkout(tmp_path, session):
+    from data import paths
+    from reward.execution import workspace
+
+    caches = [Path(paths.__file__).parent / "__pycache__", Path(workspace.__file__).parent / "__pycache__"]
+    loaded = ("paths.", "workspace_inside.", "inside.")
+
+    def written() -> dict[Path, int]:
+        return {p: p.stat().st_mtime_ns for c in caches if c.is_dir() for p in c.iterdir() if p.name.startswith(loaded)}
+
+    for path in written():  # what the host's own imports left (rootless: not ours to remove, then unchanged)
+        with contextlib.suppress(OSError):
+            path.unlink()
+    before = written()
+    with Session(session.snapshot, session.env, limits=session.limits) as other:  # a spare's PID 1, or a cold one
+        other.run("true", 10, 100)
+    workspace.SPARES.resize(0)
+    try:
+        with Session(session.snapshot, session.env, limits=session.limits) as cold:
+            cold.run("true", 10, 100)
+    finally:
+        workspace.SPARES.resize(2)
+    assert written() == before
