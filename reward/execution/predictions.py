@@ -21,10 +21,18 @@ def read_predictions(path: str) -> list[dict[str, Any]]:
         )
     except ValueError as exc:
         raise UserError(f"--predictions {path}: not JSON or JSONL ({exc})") from None
+    first: dict[str, int] = {}
     for i, row in enumerate(rows):
         for key in ("instance_id", "model_patch"):
             if not isinstance(row, dict) or not isinstance(row.get(key), str):
                 raise UserError(f"--predictions {path}: prediction {i}: field {key!r} missing or not a string")
+        # Two answers for one instance: which one the report shows would be a guess (each run
+        # is keyed by its instance), so neither is run.
+        if (seen := first.setdefault(row["instance_id"], i)) != i:
+            raise UserError(
+                f"--predictions {path}: predictions {seen} and {i} are both for instance "
+                f"{row['instance_id']!r}: keep one prediction per instance"
+            )
     return rows
 
 
