@@ -108,8 +108,8 @@ def prove(candidate: BugCandidate, baseline: set[str], runs: Sequence[Any]) -> t
         if run.status != "ok":
             return "run_failed", set(), f"{run.status}: {run.reason or ''}"
     failing = [{t for t in baseline if r.outcomes.get(t) != "passed"} for r in runs]
-    if any(f != failing[0] for f in failing):
-        return "flaky", set(), f"{len(failing[0] ^ failing[1])} tests disagree between runs"
+    if disagree := sum(f != failing[0] for f in failing):
+        return "flaky", set(), f"{disagree} of {len(runs)} runs fail other tests than the first"
     if not failing[0]:
         return "no_test_fails", set(), ""
     return "kept", failing[0], ""

@@ -9,13 +9,19 @@ layers (docs/architecture.md). Two callers:
 anything with `run(jobs, what) -> runs` in order: the test-runner pool (reward/execution/pool.py), or
 `InProcess(Runner)`.
 
-    baseline   the suite runs REPEATS times on the working code; tests that pass every time
+    baseline   the suite runs SCREEN times on the working code; tests that pass every time
                are the baseline (the rest, failing or flaky, are left out and counted)
     draw       the bugs of each source whose baseline passed: the rules injector's seeded
                mutations (`rules_draw`) or the policy's answers (`model_draw`, read by the
                reward's own rules 1-3, so a malformed bug is rejected as a malformed fix is)
-    bugs       the suite runs REPEATS times with each bug: kept when the same baseline tests
+    bugs       the suite runs SCREEN times with each bug: proved when the same baseline tests
                fail every time (FAIL_TO_PASS, at least one) and every other one passes
+    confirm    a proved bug runs until CONFIRM runs, and so does its source's working code: the
+               baseline is what passed in all of them, and the bug is kept only when every one
+               of its runs fails the same baseline tests (the solver's instance: the inverse
+               patch resolves every time, the empty patch never). A bug that fails at random
+               (p < 1 per process) passes the screen with p^2 and this with p^5; one that does
+               not repeat is `flaky`. The screen keeps the cost on the bugs that can be kept
     inverse    a bug over several files: reverting any one file alone makes some FAIL_TO_PASS
                test pass again (every file matters: Self-play SWE-RL's inverse-mutation check)
     instances  the same bug twice is kept once (an identical patch, or a near copy by
@@ -53,7 +59,8 @@ from reward.execution.environments import EnvSpec
 from reward.execution.runner import Runner, TestJob, TestRun
 from reward.parse import Rejected, parse_output
 
-REPEATS = 2  # runs of every tree: a bug's failures must repeat to count
+SCREEN = 2  # runs of every tree: a bug's failures must repeat to be proved
+CONFIRM = 5  # runs of a proved bug, and of its source's working code, before it is kept
 
 
 class InProcess:
@@ -95,6 +102,7 @@ class Baseline:
     passing: frozenset[str]
     left_out: int
     why: str = ""
+    runs: int = SCREEN  # how many runs `passing` passed: CONFIRM once a bug of the source was confirmed
 
 
 def baseline_key(source: Source) -> str:
@@ -160,13 +168,13 @@ def inject(
     keys = [baseline_key(src) for src in usable]
     fresh = [i for i, key in enumerate(keys) if baseline_cache is None or key not in baseline_cache]
     jobs = [
-        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}") for i in fresh for r in range(REPEATS)
+        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}") for i in fresh for r in range(SCREEN)
     ]
     runs = pool.run(jobs, what="baseline runs") if jobs else []
     seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
     known = {} if baseline_cache is None else baseline_cache
     for n, i in enumerate(fresh):
-        base_runs = runs[n * REPEATS : (n + 1) * REPEATS]
+        base_runs = runs[n * SCREEN : (n + 1) * SCREEN]
         passing, why = _passing(base_runs)
         ran = set().union(*(r.outcomes for r in base_runs))
         known[keys[i]] = Baseline(frozenset(passing), len(ran - passing), why or "no test passes")
@@ -188,21 +196,24 @@ def inject(
     jobs = [
         _job(usable[i], buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
         for j, (i, c) in enumerate(bugs)
-        for r in range(REPEATS)
+        for r in range(SCREEN)
     ]
     runs = pool.run(jobs, what="bug runs")
     seconds["bugs"], clock = time.monotonic() - clock, time.monotonic()
-    proved = []
+    screened: list[tuple[int, Proved]] = []
     for j, (i, cand) in enumerate(bugs):
-        bug_runs = runs[j * REPEATS : (j + 1) * REPEATS]
+        bug_runs = runs[j * SCREEN : (j + 1) * SCREEN]
         reason, f2p, detail = prove(cand, baselines[i], bug_runs)
         if reason != "kept":
             outcomes.append(BugOutcome(cand, cand.source.instance_id, reason, detail=detail))
         else:
-            proved.append(Proved(usable[i], cand, f2p, baselines[i], bug_runs))
-    seconds["inverse"], clock = time.monotonic() - clock, time.monotonic()
+            screened.append((i, Proved(usable[i], cand, f2p, baselines[i], bug_runs)))
+    proved, confirmed = _confirmed(screened, usable, {i: known[keys[i]] for i in baselines}, pool, outcomes)
+    for i, base in confirmed.items():  # self-play's cache keeps them: a source is confirmed once
+        known[keys[i]] = base
+    seconds["confirm"], clock = time.monotonic() - clock, time.monotonic()
     useless = _inverse_checked(proved, pool)
-    seconds["inverse"] += time.monotonic() - clock
+    seconds["inverse"] = time.monotonic() - clock
     clock = time.monotonic()
     outcomes += _kept(proved, useless, near_dup_threshold, relevant_files)
     seconds["instances"] = time.monotonic() - clock
@@ -279,6 +290,49 @@ class Proved:
     fail_to_pass: set[str]
     baseline: set[str]
     runs: Sequence[TestRun]
+
+
+def _confirmed(
+    screened: list[tuple[int, Proved]],
+    usable: list[Source],
+    bases: dict[int, Baseline],
+    pool: Any,
+    outcomes: list[BugOutcome],
+) -> tuple[list[Proved], dict[int, Baseline]]:
+    """The screened bugs (source index, proof) whose failures repeat in all CONFIRM runs, each
+    against its source's baseline over CONFIRM runs of the working code, and those baselines.
+    One that does not repeat, or whose failing tests did not pass every run of the working code,
+    goes to `outcomes` as `flaky`."""
+    sources = sorted({i for i, _ in screened if bases[i].runs < CONFIRM})
+    jobs = [
+        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}")
+        for i in sources
+        for r in range(bases[i].runs, CONFIRM)
+    ]
+    jobs += [
+        _job(p.source, buggy_tree(p.candidate.source, p.candidate.bug), f"{j}/confirm/{r}")
+        for j, (_, p) in enumerate(screened)
+        for r in range(SCREEN, CONFIRM)
+    ]
+    runs = iter(pool.run(jobs, what="confirming runs") if jobs else [])
+    confirmed: dict[int, Baseline] = {}
+    for i in sources:
+        base = bases[i]
+        passing, why = _passing([next(runs) for _ in range(base.runs, CONFIRM)])
+        kept = base.passing & passing
+        confirmed[i] = Baseline(frozenset(kept), base.left_out + len(base.passing - kept), why or base.why, CONFIRM)
+    out = []
+    for i, p in screened:
+        every = [*p.runs, *(next(runs) for _ in range(SCREEN, CONFIRM))]
+        baseline = set(confirmed.get(i, bases[i]).passing)
+        reason, f2p, detail = prove(p.candidate, baseline, every)
+        if reason == "kept":
+            out.append(Proved(p.source, p.candidate, f2p, baseline, every))
+            continue
+        if reason == "no_test_fails":  # what it failed did not pass every run of the working code
+            reason, detail = "flaky", f"its failing tests are not all in the baseline of {CONFIRM} runs"
+        outcomes.append(BugOutcome(p.candidate, p.candidate.source.instance_id, reason, detail=detail))
+    return out, confirmed
 
 
 def _inverse_checked(proved: list[Proved], pool: Any) -> dict[int, str]:

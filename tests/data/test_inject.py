@@ -29,7 +29,7 @@ def test_the_demo_sets_fixed_code_gives_proved_bugs_and_a_funnel(injected):
     out, manifest, _ = injected
     assert manifest["sources"] == 2 and manifest["candidates"] == 6
     assert sum(manifest["counts"].values()) == 6 and manifest["kept"] == manifest["counts"].get("kept", 0) >= 1
-    assert set(manifest["seconds"]) == {"sources", "baseline", "draw", "bugs", "inverse", "instances"}
+    assert set(manifest["seconds"]) == {"sources", "baseline", "draw", "bugs", "confirm", "inverse", "instances"}
     kept = list(read_instances(str(out), 0))
     assert len(kept) == manifest["kept"] and sum(manifest["kept_by_operator"].values()) == len(kept)
     for inst in kept:
@@ -118,7 +118,11 @@ def test_a_baseline_in_the_cache_is_not_run_again_and_a_failed_one_is():
     first = inject([inst], pool, per_instance=1, baseline_cache=cache)
     again = inject([inst], pool, per_instance=1, baseline_cache=cache)
     assert [o.reason for o in first] == [o.reason for o in again] == ["kept"]
-    assert pool.asked == [("baseline runs", 2), ("bug runs", 2), ("bug runs", 2)]  # no second baseline
+    # No second baseline: the cache holds the confirmed one (CONFIRM runs), so only the bug runs again.
+    assert pool.asked == [
+        *[("baseline runs", 2), ("bug runs", 2), ("confirming runs", 6)],
+        *[("bug runs", 2), ("confirming runs", 3)],
+    ]
     assert [b.passing for b in cache.values()] == [frozenset({"t1", "t2"})]
     changed = replace(inst, code_context={"pkg/a.py": "x = 1 + 3\n"})  # other code: another baseline
     inject([changed], pool, per_instance=1, baseline_cache=cache)
@@ -268,3 +272,47 @@ def test_issue_model_rewrites_the_kept_issues_with_one_engine(tmp_path, monkeypa
     assert "issues" in manifest["seconds"]
     for inst in kept:
         assert inst.problem_statement == report + "\n" and inst.problem_source.endswith("/issue:model")
+
+
+class ChancePool(FakePool):
+    """As FakePool, but the runs named in `chance` ("bug/1", "confirm/4", "base/3": the job
+    id's kind and run number) get those outcomes instead: a bug, or a test, that fails or passes
+    by chance."""
+
+    def __init__(self, tests: list[str], breaks: dict[str, str], chance: dict[str, dict[str, str]]) -> None:
+        super().__init__(tests, breaks)
+        self.chance = chance
+
+    def run(self, jobs, what=""):
+        out = super().run(jobs, what)
+        for job, run in zip(jobs, out, strict=True):
+            run.outcomes.update(self.chance.get("/".join(job.job_id.split("/")[1:]), {}))
+        return out
+
+
+def _one_bug(monkeypatch):
+    (inst,) = list(read_instances("demo", 1))
+    inst = replace(inst, code_context={"pkg/a.py": "x = 1 + 2\n"}, oracle_new_content={}, patch="")
+    from data.bugs import proof  # the runs' module; its draw is replaced here
+
+    bug = (Mutation("pkg/a.py", "binop", 1, 6, 7, "+", "-"),)
+    monkeypatch.setattr(proof, "candidates", lambda *a, **k: [BugCandidate(inst, bug)])
+    return inst
+
+
+def test_a_bug_that_fails_only_by_chance_is_refused_as_flaky(monkeypatch):
+    from data.bugs.proof import CONFIRM, SCREEN
+
+    inst = _one_bug(monkeypatch)
+    steady = ChancePool(["t1", "t2"], {"+x = 1 - 2": "t1"}, {})
+    (outcome,) = inject([inst], steady, per_instance=1)
+    assert outcome.reason == "kept" and outcome.instance is not None and outcome.instance.fail_to_pass == ("t1",)
+    # The screen's runs, then CONFIRM in all of the bug's and of the working code's.
+    assert steady.asked[-1] == ("confirming runs", 2 * (CONFIRM - SCREEN))
+    passes_once = {f"confirm/{CONFIRM - 1}": {"t1": "passed"}}  # the bug's last run: the test passes
+    (outcome,) = inject([inst], ChancePool(["t1", "t2"], {"+x = 1 - 2": "t1"}, passes_once), per_instance=1)
+    assert (outcome.reason, outcome.detail) == ("flaky", f"1 of {CONFIRM} runs fail other tests than the first")
+    # The working code failing that test once in the longer baseline: its failure proves nothing.
+    shaky = {f"base/{CONFIRM - 1}": {"t1": "failed"}}
+    (outcome,) = inject([inst], ChancePool(["t1", "t2"], {"+x = 1 - 2": "t1"}, shaky), per_instance=1)
+    assert outcome.reason == "flaky" and "baseline" in outcome.detail
