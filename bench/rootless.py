@@ -81,7 +81,7 @@ def main() -> None:
 
     child = [sys.executable, str(Path(__file__).resolve()), "--measure", *sizes]
     rounds: dict[str, list[dict[str, float]]] = {"root": [], "rootless": []}
-    with tempfile.TemporaryDirectory() as home, unprivileged_user(Path(home)) as user:
+    with tempfile.TemporaryDirectory(dir="/tmp") as home, unprivileged_user(Path(home)) as user:  # the user enters it
         if args.redteam:
             redteam = [sys.executable, str(ROOT / "bench" / "redteam.py")]
             as_root = subprocess.run(redteam, capture_output=True, text=True, cwd=ROOT)

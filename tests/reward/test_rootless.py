@@ -85,7 +85,8 @@ class Unprivileged:
         lines.append(f'exec setpriv --reuid={self.uid} --regid={self.gid} --clear-groups "$@"')
         # The host's environment (its CA bundle and package index settings reach PyPI from here),
         # less what is root's own or this test's, then the run's settings.
-        own = {"HOME", "USER", "LOGNAME", "PWD", "OLDPWD", "MAIL", cgroups.LIMITS_ENV, cgroups.ROOT_ENV}
+        own = {"HOME", "USER", "LOGNAME", "PWD", "OLDPWD", "MAIL", "TMPDIR", "RAY_TMPDIR"}
+        own |= {cgroups.LIMITS_ENV, cgroups.ROOT_ENV}
         inherited = {k: v for k, v in os.environ.items() if k not in own and not k.startswith("PYTEST")}
         variables = {**inherited, "HOME": str(self.home), "PATH": "/usr/local/bin:/usr/bin:/bin", **env}
         command = ["env", "-i", *(f"{k}={v}" for k, v in variables.items()), *argv]
@@ -131,9 +132,9 @@ def unprivileged_user(home: Path) -> Iterator[Unprivileged]:
 
 @pytest.fixture(scope="module")
 def unprivileged():
-    # Not under pytest's temporary folder: that one is root's own (mode 0700), the user's home
-    # (uv's cache, the tests' own temporary folders) must be its to enter.
-    home = Path(tempfile.mkdtemp(prefix="swe-rl-rootless-home-"))
+    # In /tmp itself: pytest's temporary folder and a run's TMPDIR (actors/cluster/reaper.py)
+    # are root's own (mode 0700), and the user's home (uv's cache) must be its to enter.
+    home = Path(tempfile.mkdtemp(prefix="swe-rl-rootless-home-", dir="/tmp"))
     try:
         with unprivileged_user(home) as user:
             yield user
