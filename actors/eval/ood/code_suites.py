@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from actors.eval.ood.answer_parts import code_of
 from actors.eval.ood.humaneval_checks import read_check, record_code, replay_code, verdict_of
-from actors.eval.ood.programs import Call, calls_program, reported, said
+from actors.eval.ood.programs import Call, calls_program, is_arguments, reported, said
 from actors.eval.ood.suite import SUITES, Problem, RunPrograms, Suite, Verdict, data_file, read_jsonl
 from actors.eval.ood.values import Raised, Unplain
 from conf.errors import UserError
@@ -162,14 +162,7 @@ class HumanEval(CodeSuite):
 
 def _is_call(value: Any) -> bool:
     """A recorded call: (name, arguments, keyword arguments), as the record program writes it."""
-    return (
-        type(value) is tuple
-        and len(value) == 3
-        and type(value[0]) is str
-        and type(value[1]) is tuple
-        and type(value[2]) is dict
-        and all(type(k) is str for k in value[2])
-    )
+    return type(value) is tuple and len(value) == 3 and type(value[0]) is str and is_arguments(value[1:])
 
 
 def installed_humaneval() -> Path:

@@ -28,7 +28,7 @@ import ast
 from typing import Any, ClassVar
 
 from actors.eval.ood.answer_parts import answer_line
-from actors.eval.ood.programs import calls_program, reported, said
+from actors.eval.ood.programs import calls_program, is_arguments, reported, said
 from actors.eval.ood.suite import SUITES, Problem, Program, RunPrograms, Suite, Verdict, data_file, read_jsonl
 from actors.eval.ood.values import Raised, Unplain
 
@@ -45,17 +45,6 @@ INPUT_REQUEST = (
     "`Answer: <arguments>`, where <arguments> is what goes between the parentheses of "
     "f(...), written as Python expressions."
 )
-
-
-def _is_arguments(value: object) -> bool:
-    """(positional arguments, keyword arguments), as the capturing f returns them."""
-    return (
-        type(value) is tuple
-        and len(value) == 2
-        and type(value[0]) is tuple
-        and type(value[1]) is dict
-        and all(type(k) is str for k in value[1])
-    )
 
 
 def _fenced(code: str) -> str:
@@ -217,7 +206,7 @@ class CruxEvalInput(CruxEval):
         programs, slots = [], []
         for n, ((problem, _), result) in enumerate(zip(answers, results, strict=True)):
             got = _value(reported(result, 1))
-            if not _is_arguments(got):
+            if not is_arguments(got):  # (positional, keyword), as the capturing f returns them
                 out[n] = (got if isinstance(got, str) else "the arguments are not plain data", result.timed_out)
                 continue
             code = f"{problem.data['code']}\n\ndef _output():\n    return ({problem.data['output']})\n"

@@ -77,6 +77,17 @@ def calls_program(code: str, calls: list[Call], wall_s: float) -> Program:
     return Program(f"{source}\n_main({code!r}, {encode_results(calls)!r})\n", wall_s)
 
 
+def is_arguments(value: object) -> bool:
+    """Decoded arguments of a call: (positional tuple, keyword dict with str keys), exact types."""
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and type(value[0]) is tuple
+        and type(value[1]) is dict
+        and all(type(k) is str for k in value[1])
+    )
+
+
 def reported(result: ProgramResult, count: int) -> list[Any] | str:
     """The `count` results a program reported (values, Raised, Unplain), or why there are none."""
     if result.report is None:
