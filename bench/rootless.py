@@ -32,14 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.workspace import median_ms  # noqa: E402
+from reward.execution import cgroups, identity, sandbox  # noqa: E402 - rootless follows the process's uid
+from reward.execution.environments import Environments, EnvSpec  # noqa: E402
+from reward.execution.workspace import Session  # noqa: E402
 
 
 def measure(runs: int, commands: int) -> dict[str, float]:
     """One child's figures (run as root or as the test user)."""
-    from reward.execution import identity, sandbox  # the child's own: rootless follows its uid
-    from reward.execution.environments import Environments, EnvSpec
-    from reward.execution.workspace import Session
-
     work = Path(tempfile.mkdtemp())
     snapshot = work / "snapshot"
     (snapshot / "pkg").mkdir(parents=True)
@@ -76,7 +75,6 @@ def main() -> None:
     if args.measure:
         print(json.dumps(measure(args.runs, args.commands)))
         return
-    from reward.execution import cgroups
     from tests.reward.test_rootless import unprivileged_user  # the test's user and its view
 
     child = [sys.executable, str(Path(__file__).resolve()), "--measure", *sizes]

