@@ -1,4 +1,4 @@
-"""Django's test runner under the harness, on Django's release sdists (issue 26).
+"""Django's test runner under the harness, on Django's release sdists.
 
     python bench/django_sdists.py [--lines 3.0,3.1,3.2,4.0,4.1,4.2,5.0] [--modules LABEL,...]
 

@@ -43,7 +43,7 @@ NOT_ATTACKS = (
     "test_a_session_that_ran",
     "test_a_killed_runner",
 )
-# Test function name (a prefix) -> class of attack (docs/security.md, issue 24's numbering).
+# Test function name (a prefix) -> class of attack (docs/security.md's numbering).
 CLASSES = (
     ("test_a_patch_path", "1 paths in a diff"),
     ("test_a_rename", "2 rename and copy from outside"),

@@ -103,9 +103,9 @@ def injected(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]
 @pytest.fixture(scope="session")
 def tests_run(tmp_path_factory, injected) -> SmokeRun:
     """The smoke preset with the reward that runs the tests (reward.kind=tests), one step, on
-    instances data.inject made (issue 29: injected instances train)."""
+    instances data.inject made (injected instances train)."""
     run_dir = tmp_path_factory.mktemp("tests_reward") / "run"
-    # Issue 17's switches ride along at no extra cost: TIS changes the loss, not the scoring, and
+    # The recipe switches ride along at no extra cost: TIS changes the loss, not the scoring, and
     # every group has the oracle answer's reward spread, so dynamic sampling keeps the step as is.
     proc = run_train(
         run_dir,

@@ -351,7 +351,7 @@ def test_one_name_per_module_and_per_class():
 
 
 def test_the_driver_reads_on_one_screen():
-    """The step loop is the documentation (issue 12): new capabilities go into components and
+    """The step loop is the documentation: new capabilities go into components and
     registries, not into train.py."""
     lines = len((ROOT / "train.py").read_text().splitlines())
     assert lines <= 200, f"train.py has {lines} lines: move the new logic into a component"

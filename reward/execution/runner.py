@@ -83,7 +83,7 @@ class TestJob:
     instance: Instance
     patch: str  # the candidate patch ("" = none: the base commit's code with the test patch)
     job_id: str = ""
-    # Replaces the instance's test patch when set (a model-written reproduction test, issue 14):
+    # Replaces the instance's test patch when set (a model-written reproduction test, Agentless):
     # its files are the tests run, and `resolved` is None (the instance's labels do not apply).
     test_patch: str | None = None
     # Test files already in the snapshot to run instead of a test patch's (the Agentless

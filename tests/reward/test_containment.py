@@ -253,7 +253,7 @@ def test_the_runner_takes_the_next_job_and_the_snapshot_is_untouched(runner):
     assert (snapshot / TARGET).read_text() == inst.code_context[TARGET]
 
 
-# --- What held before the containment work (issue 24's "held" list): kept held ---------------
+# --- What held before the containment work (the red team's "held" list): kept held ---------------
 
 
 def test_root_only_and_other_runs_files_stay_unreadable(runner):

@@ -1,4 +1,4 @@
-"""Django's test runner under the harness (issue 26): `EnvSpec.runner == "django"`.
+"""Django's test runner under the harness: `EnvSpec.runner == "django"`.
 
 Two repositories:
 - a small one written here with django's layout (a `tests/runtests.py` built on unittest that

@@ -441,7 +441,7 @@ def _validated_label(tmp_path: Path, git: str) -> dict:
 def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_path):
     """Lite's export has no version, no test patch and no labels: the version comes from the
     commit, the test patch from the PR's ref (its changelog ignored), the labels from
-    validation; the spec pins markupsafe twice and Werkzeug after the commit's date (issue 26)."""
+    validation; the spec pins markupsafe twice and Werkzeug after the commit's date."""
     row, git = _lite_row("pallets/flask", "pallets__flask-4992", tmp_path)
     notes = json.loads((tmp_path / "exec" / "_manifest.json").read_text())["notes"]
     assert notes == {"version_from_clone": 1, "test_patch_from_pr_ref": 1, "non_code_files_ignored": 1}
