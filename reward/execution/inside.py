@@ -28,7 +28,9 @@ itself non-dumpable, and the command drops every capability and sets no_new_priv
        (an "S" and why go to the host instead of a report, and the command never runs);
        start the command in `workdir` as uid/gid 65534 with no groups and the rlimits, with
        a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
-    4. read the report (at most `report_bytes`) while the command runs, then send it to the
+    4. reap every child as it exits while the command runs (the orphans the kernel hands to
+       the namespace's init included: left zombies, they would fill the pids cap), and read
+       the report (at most `report_bytes`) meanwhile; then send it to the
        host through the one descriptor the host gave this process (the command's processes
        never inherit it), and exit with the command's status: as PID 1 exiting, the kernel
        kills every other process of the namespace (a daemonised child included).
@@ -319,6 +321,22 @@ class _ReportReader(threading.Thread):
             return b"O" if self.over else b"R" + bytes(self.data)
 
 
+def reap_until(pid: int) -> int:
+    """Reap every child of PID 1 as it exits until `pid` has, and return `pid`'s exit code
+    (as subprocess's returncode: -N for signal N). As the namespace's init, PID 1 is handed
+    every orphan (a `(cmd &)` of a shell, a daemon's first fork): left a zombie, each would hold
+    a place under the pids cap until the command ended, and a workload that starts short-lived
+    orphans one after another would reach the cap. Nothing else here waits for a child (the
+    command's Popen is never waited on), so the status by pid is the command's own."""
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:  # no child left: its status was lost, so it counts as killed
+            return -signal.SIGKILL
+        if done == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
 def _send(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -384,7 +402,7 @@ def main(spec_path: str) -> int:
         os.close(write_fd)
     reader = _ReportReader(read_fd, spec["limits"]["report_bytes"])  # after the fork: no thread in it
     reader.start()
-    code = child.wait()
+    code = child.returncode = reap_until(child.pid)  # reaped here, not by Popen
     reader.join(timeout=1.0)  # a daemonised grandchild may hold the pipe open: take what came
     _send(spec["report_fd"], reader.result())
     return code

@@ -42,7 +42,8 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 apart, and runs the command only once each accepts connections; one that does
                 not within its `start_s` ends the run with `failed_server` saying why.
     processes   its own PID namespace: when the command exits, every process it started
-                (a daemonised child too) is killed with the namespace. A cgroup caps the number
+                (a daemonised child too) is killed with the namespace; meanwhile PID 1 reaps
+                each child as it exits, the orphans it is handed included. A cgroup caps the number
                 of processes (`pids`) and the memory (`memory_mb`; the kernel's OOM killer ends
                 the cgroup's largest process) on cgroup v1, v2 or hybrid hosts (cgroups.py): a
                 cap that cannot be set refuses the run, or with the `best_effort` policy runs

@@ -206,6 +206,29 @@ except OSError as e:
     assert "FORK REFUSED after" in run.log or run.status in ("timeout", "killed")
 
 
+def test_orphans_exiting_one_after_another_never_reach_the_pids_cap(runner):
+    # 300 orphans over the run's life under a cap of 64 processes, never more than two at
+    # once: PID 1 (the namespace's init, which each is handed) reaps each as it exits.
+    body = """
+made = 0
+try:
+    for _ in range(300):
+        pid = os.fork()
+        if pid == 0:
+            if os.fork() == 0:
+                os._exit(0)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        made += 1
+except OSError as e:
+    print('FORK REFUSED after', made, e)
+print('ORPHANS', made)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "ORPHANS 300" in run.log and "FORK REFUSED" not in run.log, run.log[-1500:]
+
+
 def test_memory_past_the_limit_is_stopped(runner):
     run, left = _run_attack(runner, "blocks = [bytearray(16 << 20) for _ in range(64)]\nprint('ALLOCATED 1 GiB')")
     _assert_contained(run, left)  # 1 GiB against a 256 MiB limit
