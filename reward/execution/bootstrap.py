@@ -1,10 +1,11 @@
 """The harness's test process: starts pytest inside the sandbox and streams each outcome out.
 
-Run by the runner as `<env python> -s -B /path/to/bootstrap.py <pytest args>`, or, for a
+Run by the runner as `<env python> -s -B /swe-rl/bootstrap.py <pytest args>`, or, for a
 repository whose suite has its own unittest-based runner (django's `tests/runtests.py`), as
 `... bootstrap.py --unittest SCRIPT <its args>`, as the sandbox's unprivileged user, with the
 interpreter of the environment under test (any Python from 3.5 on: standard library only, and
-no syntax newer than that). It is the harness's own file, mounted read-only; nothing of the
+no syntax newer than that). It is the harness's own file, copied read-only into the sandbox's
+root (sandbox.run's `harness_files`: no path of the checkout is mounted); nothing of the
 repository runs before it has set up:
 
     sys.path     the standard library and the environment's site-packages first, then the

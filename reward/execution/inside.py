@@ -6,7 +6,9 @@ path from that descriptor once it has its session: `spare` below), as root, in f
 PID, network, IPC and UTS namespaces (the mount namespace's propagation is private: none of
 these mounts reaches the host). Standard library only (and
 data/paths.py, loaded by its path), and nothing here runs code from the sandboxed repository:
-this process keeps its privileges, only the command it starts is nobody. Run rootless
+this process keeps its privileges, only the command it starts is nobody. Its command line,
+which every process of the namespace may read in /proc/1/cmdline, is overwritten at start
+(hide_command_line): it named the interpreter, this file's path and the scratch folder. Run rootless
 (identity.py), it is nobody too, holding the user namespace's capabilities; it then makes
 itself non-dumpable, and the command drops every capability and sets no_new_privs.
 
@@ -14,10 +16,12 @@ itself non-dumpable, and the command drops every capability and sets no_new_priv
        with `loopback` (or `servers`), bring the network namespace's own loopback up; with
        `servers`, let unprivileged processes of this network namespace bind ports from the
        lowest server port up (ip_unprivileged_port_start is per network namespace);
-    2. build the new root in a tmpfs: read-only bind mounts of the system and of `ro_paths`,
+    2. build the new root in a tmpfs: the harness's own files (`harness_files`: bootstrap.py)
+       copied into /swe-rl, read-only bind mounts of the system and of `ro_paths`,
        writable ones of `rw_paths`, the snapshot at `workdir` as an overlay whose writes land
        in a size-limited tmpfs (lower layers: `layers`, e.g. compiled modules, over the
-       snapshot), the run's `changes` written into it (as root, before anything of the
+       snapshot, named by links relative to the scratch folder, so the mount table shows no
+       host path), the run's `changes` written into it (as root, before anything of the
        repository runs; each path through data/paths.py, no link followed), tmpfs /tmp
        and /dev/shm, a minimal /dev, a /proc of this PID namespace; with `servers`, a hosts
        file of its own bound over the root's /etc/hosts (the servers' names first, then the
@@ -28,7 +32,9 @@ itself non-dumpable, and the command drops every capability and sets no_new_priv
        (an "S" and why go to the host instead of a report, and the command never runs);
        start the command in `workdir` as uid/gid 65534 with no groups and the rlimits, with
        a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
-    4. read the report (at most `report_bytes`) while the command runs, then send it to the
+    4. reap every child as it exits while the command runs (the orphans the kernel hands to
+       the namespace's init included: left zombies, they would fill the pids cap), and read
+       the report (at most `report_bytes`) meanwhile; then send it to the
        host through the one descriptor the host gave this process (the command's processes
        never inherit it), and exit with the command's status: as PID 1 exiting, the kernel
        kills every other process of the namespace (a daemonised child included).
@@ -47,7 +53,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -60,6 +65,10 @@ _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, 
 # Per network namespace (since Linux 4.11): read and written here in the sandbox's own.
 _PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 _SERVER_LOG_TAIL = 2000  # bytes of a failed server's output in the reason
+HARNESS_DIR = "/swe-rl"  # the harness's own files in the new root (harness_files; sandbox.py)
+# What /proc/1/cmdline and /proc/1/comm show inside (hide_command_line): no host path.
+TITLE, NAME = b"swe-rl-sandbox-init", b"swe-rl-init"
+PR_SET_NAME = 15
 
 
 # prctl(2) options (linux/prctl.h) and capset(2)'s header version (linux/capability.h).
@@ -122,6 +131,7 @@ def build_root(spec: dict, paths: ModuleType) -> Path:
     # /tmp first: an environment or interpreter under the host's /tmp (a test's cache) is then
     # bound inside it, not hidden under it.
     _tmpfs(root / "tmp", limits["file_mb"])
+    harness_files(root, spec.get("harness_files", {}))
     for path in (*_SYSTEM, *spec["ro_paths"]):
         if os.path.lexists(path):
             real = os.path.realpath(path)
@@ -139,11 +149,20 @@ def build_root(spec: dict, paths: ModuleType) -> Path:
     os.chown(upper / "data", spec["uid"], spec["uid"])
     work = root / spec["workdir"].lstrip("/")
     work.mkdir(parents=True, exist_ok=True)
-    lower = ":".join([*spec.get("layers", ()), spec["snapshot"]])  # the build's products over the commit's files
-    options = f"lowerdir={lower},upperdir={upper / 'data'},workdir={upper / 'work'}"
+    # The layers by names relative to the scratch folder (PID 1's working folder here), each a
+    # link to its layer: the overlay's options, which the sandbox's /proc/self/mountinfo shows,
+    # name no host path (nor the scratch folder). The build's products over the commit's files.
+    os.chdir(scratch)
+    (scratch / "lower").mkdir()
+    lower = []
+    for index, layer in enumerate([*spec.get("layers", ()), spec["snapshot"]]):
+        (scratch / "lower" / str(index)).symlink_to(layer)
+        lower.append(f"lower/{index}")
+    options = f"lowerdir={':'.join(lower)},upperdir=upper/data,workdir=upper/work"
     # In a user namespace the overlay cannot write trusted.* xattrs (its whiteouts of folders and
     # its opaque folders): userxattr keeps them as user.* ones, which tmpfs holds from Linux 6.6.
     _mount("overlay", work, "overlay", 0, options + (",userxattr" if spec["rootless"] else ""))
+    os.chdir("/")
     _apply_changes(paths, spec["changes"], work, spec["uid"])  # before any repo code
     (root / "dev").mkdir()
     _mount("tmpfs", root / "dev", "tmpfs", MS_NOSUID, "size=1m,mode=0755")
@@ -172,15 +191,33 @@ def allow_ports_from(port: int) -> None:
     Path(_PORT_START).write_text(str(port))
 
 
+def harness_files(root: Path, files: dict[str, str]) -> None:
+    """The harness's own files (the test runner's bootstrap.py) written into the new root's
+    folder HARNESS_DIR, before any mount and read-only with the root (main): a copy rather
+    than a bind of the checkout's file, so no path of the checkout shows in the sandbox's
+    /proc/self/mountinfo or in the command line that runs it. sandbox.prepare checks the
+    names (one component each) and keeps every mount out of HARNESS_DIR."""
+    if not files:
+        return
+    folder = root / HARNESS_DIR.lstrip("/")
+    folder.mkdir()
+    folder.chmod(0o755)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o644)
+
+
 def hosts_file(root: Path, scratch: Path, servers: list[dict]) -> None:
     """Bind a hosts file over the new root's /etc/hosts (itself the host's, read-only): the
     servers' names as 127.0.0.1 first (glibc takes the first match), then the host's lines.
-    The bind is in this mount namespace only; the host's file is never written."""
+    The bind is in this mount namespace only; the host's file is never written. The file lies
+    in the overlay's upper tmpfs (outside its data folder): the bind's source in the sandbox's
+    /proc/self/mountinfo is then `/hosts` of that tmpfs, not a path of the host."""
     target = root / "etc" / "hosts"
     if target.is_symlink() or not target.is_file():  # a mount would follow a link out of the root
         raise OSError("the host's /etc/hosts is not a regular file: no hosts file of the sandbox's own bound over it")
     names = " ".join(dict.fromkeys(name for server in servers for name in server["hosts"]))
-    made = scratch / "hosts"
+    made = scratch / "upper" / "hosts"
     made.write_text(f"127.0.0.1\t{names}\n{target.read_text(errors='replace')}")
     made.chmod(0o644)
     _mount(str(made), target, None, MS_BIND)  # the mount point exists: /etc is read-only
@@ -319,6 +356,22 @@ class _ReportReader(threading.Thread):
             return b"O" if self.over else b"R" + bytes(self.data)
 
 
+def reap_until(pid: int) -> int:
+    """Reap every child of PID 1 as it exits until `pid` has, and return `pid`'s exit code
+    (as subprocess's returncode: -N for signal N). As the namespace's init, PID 1 is handed
+    every orphan (a `(cmd &)` of a shell, a daemon's first fork): left a zombie, each would hold
+    a place under the pids cap until the command ended, and a workload that starts short-lived
+    orphans one after another would reach the cap. Nothing else here waits for a child (the
+    command's Popen is never waited on), so the status by pid is the command's own."""
+    while True:
+        try:
+            done, status = os.waitpid(-1, 0)
+        except ChildProcessError:  # no child left: its status was lost, so it counts as killed
+            return -signal.SIGKILL
+        if done == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
 def _send(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -347,9 +400,10 @@ def main(spec_path: str) -> int:
             hosts_file(root, Path(spec["scratch"]), servers)
     except OSError as exc:
         failed = f"server {servers[0]['name']}: {exc}"
-    # Opened before the chroot in the scratch folder and unlinked: the command cannot name them.
+    # Files in memory (memfd), opened before the chroot: the command cannot name them, and the
+    # servers' /proc/PID/fd (the command's user's) shows "/memfd:..." rather than a host path.
     # Open until PID 1 exits, as the servers are (no context manager).
-    logs = [tempfile.TemporaryFile(dir=spec["scratch"]) for _ in servers]  # noqa: SIM115
+    logs = [os.fdopen(os.memfd_create(f"server-{i}"), "w+b") for i in range(len(servers))]
     # A session reads the overlay's upper folder (its changes) through this descriptor: after
     # the chroot no path names it.
     upper = os.open(Path(spec["scratch"]) / "upper" / "data", os.O_RDONLY | os.O_DIRECTORY) if "session" in spec else -1
@@ -384,10 +438,30 @@ def main(spec_path: str) -> int:
         os.close(write_fd)
     reader = _ReportReader(read_fd, spec["limits"]["report_bytes"])  # after the fork: no thread in it
     reader.start()
-    code = child.wait()
+    code = child.returncode = reap_until(child.pid)  # reaped here, not by Popen
     reader.join(timeout=1.0)  # a daemonised grandchild may hold the pipe open: take what came
     _send(spec["report_fd"], reader.result())
     return code
+
+
+def hide_command_line() -> None:
+    """Overwrite this process's command line in its memory (the kernel's argv area, which
+    Python has copied from at start) with TITLE, and its name with NAME: /proc/1/cmdline, which
+    every process of the namespace may read, named the interpreter, this script's path in the
+    project's checkout and the run's scratch folder. As setproctitle(3) does: the area's last
+    byte left non-NUL makes the kernel show it up to the first NUL, TITLE alone. Where the
+    area cannot be found (arg_start shows 0) the command line stays as it was."""
+    name = ctypes.create_string_buffer(NAME)
+    _prctl(PR_SET_NAME, ctypes.addressof(name))
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: fields 48 and 49 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return
+    size = end - start
+    if start == 0 or size < len(TITLE) + 2:
+        return
+    ctypes.memmove(start, TITLE + b"\0" * (size - len(TITLE) - 1) + b" ", size)
 
 
 def spare(go_fd: int, paths_module: str) -> int:
@@ -403,6 +477,7 @@ def spare(go_fd: int, paths_module: str) -> int:
 
 
 if __name__ == "__main__":
+    hide_command_line()  # before anything of the sandbox runs
     if sys.argv[1] == "--spare":  # --spare GO_FD PATHS_MODULE
         sys.exit(spare(int(sys.argv[2]), sys.argv[3]))
     sys.exit(main(sys.argv[1]))

@@ -70,7 +70,7 @@ from reward.execution.environments import (
 )
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse
-from reward.execution.runners import BOOTSTRAP, runner_for
+from reward.execution.runners import harness_files, runner_for
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
@@ -251,7 +251,8 @@ class Runner:
             argv,
             snapshot=snapshot,
             changes=changes,
-            ro_paths=(*env.ro_paths, BOOTSTRAP),
+            ro_paths=env.ro_paths,
+            harness_files=harness_files(),
             env=variables,
             limits=self.limits,
             loopback=spec.network == "loopback",

@@ -27,16 +27,26 @@ everything the command starts is runner.py's and docs/security.md's.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
 from conf.registry import Registry
 from reward.execution.report import Canaries
+from reward.execution.sandbox import HARNESS_DIR
 
-BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py").resolve())  # mounted read-only at the same path
+# Where the test process finds the harness's bootstrap.py: a read-only copy in the sandbox's
+# own root (harness_files), not a bind of the checkout's file, so no checkout path shows inside.
+BOOTSTRAP = f"{HARNESS_DIR}/bootstrap.py"
 # `-s`: no user site; `-B`: no bytecode written into the overlay (bootstrap.py says why).
 _PYTHON_FLAGS = ("-s", "-B")
+
+
+@functools.cache
+def harness_files() -> dict[str, str]:
+    """What sandbox.run copies into HARNESS_DIR for a test run: bootstrap.py, read once."""
+    return {"bootstrap.py": Path(__file__).with_name("bootstrap.py").read_text()}
 
 
 class TestRunner(ABC):

@@ -13,10 +13,16 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 costs one mount, not a copy of the repository), the caller's `rw_paths`
                 (an environment build's output folder: the only writes that outlive it), a
                 private /tmp and /dev/shm (tmpfs), /dev with null, zero, random and urandom, a
-                /proc of its own PID namespace; read-only: /usr, /lib*, /bin, /sbin, /etc, and
-                the interpreter's prefix and environment (`ro_paths`).
+                /proc of its own PID namespace; read-only: /usr, /lib*, /bin, /sbin, /etc, the
+                interpreter's prefix and environment (`ro_paths`), and the harness's own files
+                copied into /swe-rl (`harness_files`).
                 The host's other files (home directories, the project, other runs) do not exist
                 there. Nothing else it writes outlives it: no directory is shared with the host.
+    /proc       names no host path that the sandbox can hide: PID 1's command line reads
+                "swe-rl-sandbox-init", the overlay's options name its layers relative to the
+                scratch folder (lower/0, upper/data), the hosts file and the servers' output
+                live in PID 1's own tmpfs and in memory. What the command must find at its host
+                path, the `ro_paths`, shows there (their mount lines, the interpreter's path).
     changes     written by PID 1 as root before the command starts, each path checked by
                 data/paths.py on the host and again inside, every component opened without
                 following links (a link in the repository cannot send a write outside it).
@@ -42,7 +48,8 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 apart, and runs the command only once each accepts connections; one that does
                 not within its `start_s` ends the run with `failed_server` saying why.
     processes   its own PID namespace: when the command exits, every process it started
-                (a daemonised child too) is killed with the namespace. A cgroup caps the number
+                (a daemonised child too) is killed with the namespace; meanwhile PID 1 reaps
+                each child as it exits, the orphans it is handed included. A cgroup caps the number
                 of processes (`pids`) and the memory (`memory_mb`; the kernel's OOM killer ends
                 the cgroup's largest process) on cgroup v1, v2 or hybrid hosts (cgroups.py): a
                 cap that cannot be set refuses the run, or with the `best_effort` policy runs
@@ -54,7 +61,8 @@ What the code inside sees, and cannot do (each has a test in tests/reward/test_c
                 command that prints more is killed ("output").
 
 How: `unshare` (util-linux) creates mount, PID, network, IPC and UTS namespaces and forks
-`python -I -S -B reward/execution/inside.py` as PID 1 of the new PID namespace, which joins the cgroups,
+`python -I -S -B reward/execution/inside.py` as PID 1 of the new PID namespace, which hides its
+command line, joins the cgroups,
 builds the new root with mounts (private propagation: nothing leaks to the host's mount table),
 chroots into it and runs `argv` as nobody with the rlimits (PID 1 itself keeps its privileges).
 As root that is all; as any other user the namespaces are made inside a user namespace first
@@ -82,6 +90,8 @@ from data import paths
 from data.paths import repo_path
 from reward.execution import cgroups, identity
 from reward.execution.identity import NOBODY
+
+HARNESS_DIR = "/swe-rl"  # the harness's own files inside (run's `harness_files`; inside.HARNESS_DIR)
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,7 @@ def prepare(
     rw_paths: Sequence[str | Path],
     servers: Sequence[Server],
     layers: Sequence[str | Path],
+    harness_files: Mapping[str, str] | None = None,
 ) -> tuple[Path, cgroups.RunCgroup, dict[str, Any], list[str]]:
     """What run() and a Session (workspace.py) share: the scratch folder (mode 0700), the run's
     cgroups, PID 1's spec (written by the caller once it adds its descriptors) and the command
@@ -161,6 +172,7 @@ def prepare(
         raise SandboxUnavailable(why)
     for rel in changes or {}:
         repo_path(rel)  # UnsafePath: the caller let a path through that names no repository file
+    _check_harness(harness_files or {}, [*ro_paths, *rw_paths, *(p for s in servers for p in s.ro_paths)])
     try:  # before any file: a refusal leaves nothing behind
         run_cgroup = cgroups.make(limits.memory_mb, limits.pids)
     except (cgroups.CapsUnavailable, cgroups.PolicyError) as exc:
@@ -174,6 +186,7 @@ def prepare(
         "layers": [str(p) for p in layers],
         # Contents as JSON strings (lone surrogates escaped): written by PID 1 with surrogateescape.
         "changes": dict(changes or {}),
+        "harness_files": dict(harness_files or {}),
         "paths_module": str(Path(paths.__file__).resolve()),
         "ro_paths": [str(p) for p in (*ro_paths, *(p for server in servers for p in server.ro_paths))],
         "rw_paths": [str(p) for p in rw_paths],
@@ -188,6 +201,16 @@ def prepare(
     }
     os.chmod(scratch, 0o700)
     return scratch, run_cgroup, spec, pid1_command(str(scratch / "spec.json"))
+
+
+def _check_harness(files: Mapping[str, str], mounted: Sequence[str | Path]) -> None:
+    """A harness file is one name in HARNESS_DIR, and no mount lies there (it would hide them)."""
+    for name in files:
+        if not name or "/" in name or name in (".", "..") or "\0" in name:
+            raise ValueError(f"harness file {name!r}: a harness file is one file name (it goes in {HARNESS_DIR})")
+    for path in mounted:
+        if Path(path) == Path(HARNESS_DIR) or Path(HARNESS_DIR) in Path(path).parents:
+            raise ValueError(f"mount {path}: {HARNESS_DIR} holds the harness's own files, nothing is mounted there")
 
 
 def pid1_command(*args: str) -> list[str]:
@@ -229,6 +252,7 @@ def run(
     rw_paths: Sequence[str | Path] = (),
     servers: Sequence[Server] = (),
     layers: Sequence[str | Path] = (),
+    harness_files: Mapping[str, str] | None = None,
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
@@ -236,9 +260,12 @@ def run(
     there outlives it: only a directory the caller owns and reads back as hostile, e.g. an
     environment build's output). `env` is the whole environment of the command; `servers`
     run beside it on the sandbox's own loopback (Server). `layers` are folders laid read-only
-    over the snapshot, the first topmost (an environment's build products: compiled modules)."""
+    over the snapshot, the first topmost (an environment's build products: compiled modules).
+    `harness_files` (name -> text) are the harness's own files, copied read-only into
+    HARNESS_DIR (/swe-rl) of the new root: bootstrap.py is run as /swe-rl/bootstrap.py, so no
+    path of the project's checkout is mounted or named in the sandbox."""
     scratch, run_cgroup, spec, cmd = prepare(
-        argv, snapshot, changes, ro_paths, env, limits, workdir, loopback, rw_paths, servers, layers
+        argv, snapshot, changes, ro_paths, env, limits, workdir, loopback, rw_paths, servers, layers, harness_files
     )
     report_read, report_write = os.pipe()
     spec["report_fd"] = report_write

@@ -206,6 +206,77 @@ except OSError as e:
     assert "FORK REFUSED after" in run.log or run.status in ("timeout", "killed")
 
 
+def test_orphans_exiting_one_after_another_never_reach_the_pids_cap(runner):
+    # 300 orphans over the run's life under a cap of 64 processes, never more than two at
+    # once: PID 1 (the namespace's init, which each is handed) reaps each as it exits.
+    body = """
+made = 0
+try:
+    for _ in range(300):
+        pid = os.fork()
+        if pid == 0:
+            if os.fork() == 0:
+                os._exit(0)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        made += 1
+except OSError as e:
+    print('FORK REFUSED after', made, e)
+print('ORPHANS', made)
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "ORPHANS 300" in run.log and "FORK REFUSED" not in run.log, run.log[-1500:]
+
+
+def test_the_sandboxs_proc_names_no_host_path_it_can_hide(runner):
+    # What every process inside may read of /proc: each process's command line (PID 1's named
+    # the project's interpreter, inside.py in the checkout and the run's scratch folder), the
+    # mount table (the overlay's options named the snapshot and the scratch folder, a bind
+    # named the checkout's bootstrap.py) and the targets of the descriptors it may read.
+    # The environment's interpreter and prefixes are mounted where they are on the host (a
+    # venv names its own paths; this runner's is the project's venv, python=host): their mount
+    # lines and the interpreter's path in a command line are what is left, and set aside here.
+    checkout = Path(__file__).resolve().parents[2]
+    hidden = {
+        "checkout": {str(checkout), os.path.realpath(checkout)},
+        "project venv": {sys.prefix, os.path.realpath(sys.prefix)},
+        "snapshot": {str(runner.snapshots.path(_instance(), EnvSpec()))},
+        "scratch": {
+            os.path.join(d, "sandbox-") for d in (tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir()))
+        },
+    }
+    body = f"""
+hidden = {hidden!r}
+env = (sys.prefix, sys.base_prefix)
+def table(path, field):
+    lines = open(path).read().splitlines()
+    return chr(10).join(line for line in lines if line.split(' - ')[0].split()[field] not in env)
+views = {{'/proc/self/mountinfo': table('/proc/self/mountinfo', 4), '/proc/mounts': table('/proc/mounts', 1)}}
+for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+    try:
+        line = open('/proc/%s/cmdline' % pid, 'rb').read().decode(errors='replace')
+        views['/proc/%s/cmdline' % pid] = line.replace(sys.executable + chr(0), '')
+        for fd in os.listdir('/proc/%s/fd' % pid):
+            views['/proc/%s/fd/%s' % (pid, fd)] = os.readlink('/proc/%s/fd/%s' % (pid, fd))
+    except OSError:
+        pass
+for view, text in views.items():
+    for what, needles in hidden.items():
+        for needle in needles:
+            if needle in text:
+                print('LEAK', what, 'in', view, repr(text[max(0, text.index(needle) - 80):][:240]))
+print('INIT', views['/proc/1/cmdline'].replace(chr(0), '|'), 'VIEWS', len(views))
+print('OVERLAY', [line.split(' - ')[1].split()[2] for line in views['/proc/self/mountinfo'].splitlines() if ' - overlay ' in line])
+"""
+    run, left = _run_attack(runner, body)
+    _assert_contained(run, left)
+    assert "INIT swe-rl-sandbox-init|" in run.log and "LEAK" not in run.log, run.log[-2500:]
+    views = int(re.search(r"VIEWS (\d+)", run.log).group(1))  # type: ignore[union-attr]
+    assert views >= 8  # mountinfo, mounts, two command lines, the test process's descriptors
+    assert "lowerdir=lower/0,upperdir=upper/data,workdir=upper/work" in run.log, run.log[-2500:]
+
+
 def test_memory_past_the_limit_is_stopped(runner):
     run, left = _run_attack(runner, "blocks = [bytearray(16 << 20) for _ in range(64)]\nprint('ALLOCATED 1 GiB')")
     _assert_contained(run, left)  # 1 GiB against a 256 MiB limit

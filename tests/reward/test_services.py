@@ -30,12 +30,21 @@ pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=f"no san
 PORT_START = Path("/proc/sys/net/ipv4/ip_unprivileged_port_start")
 # Run in the sandbox by the project's interpreter: GET a URL by name, print what came back.
 FETCH = """
-import json, socket, sys, urllib.request
+import json, os, socket, sys, urllib.request
 try:
     print(json.dumps({"body": json.load(urllib.request.urlopen(sys.argv[1], timeout=5))}))
 except OSError as exc:
     print(json.dumps({"error": repr(exc)}))
-print(json.dumps({"port_start": open("/proc/sys/net/ipv4/ip_unprivileged_port_start").read().strip()}))
+inside = {"port_start": open("/proc/sys/net/ipv4/ip_unprivileged_port_start").read().strip()}
+# Where the sandbox's /etc/hosts comes from (mountinfo's root field) and the stand-ins' output.
+inside["hosts_from"] = [f[3] for f in map(str.split, open("/proc/self/mountinfo")) if f[4] == "/etc/hosts"]
+inside["server_out"] = []
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", str(os.getpid()))]:
+    try:
+        inside["server_out"].append(os.readlink(f"/proc/{pid}/fd/1"))
+    except OSError:
+        pass
+print(json.dumps(inside))
 """
 HOST = (sys.executable, sys.prefix, sys.base_prefix)
 
@@ -71,6 +80,8 @@ def test_httpbin_org_is_served_inside_the_sandbox_by_name_and_the_host_is_unchan
     assert fetched["body"]["url"] == "http://httpbin.org/get?probe=1", fetched
     assert fetched["body"]["args"] == {"probe": "1"} and fetched["body"]["headers"]["Host"] == "httpbin.org"
     assert inside["port_start"] == "80"  # the namespace's own floor, lowered for the stand-in
+    # Neither names a folder of the host: the hosts file lies in PID 1's own tmpfs, the output in memory.
+    assert inside["hosts_from"] == ["/hosts"] and inside["server_out"] == ["/memfd:server-0 (deleted)"], inside
     assert Path("/etc/hosts").read_bytes() == hosts and PORT_START.read_text() == port_start
 
 
