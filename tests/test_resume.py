@@ -37,6 +37,10 @@ def resumed(smoke_run, train_cli, tmp_path_factory):
 def test_resume_continues_exactly_where_it_stopped(resumed, job_run):
     run_dir, out = resumed
     assert "[resume] from" in out and "step_000002" in out
+    # The keys that changed since the checkpoint are named with both values (the copy has
+    # another run_dir too).
+    changed = next(line for line in out.splitlines() if "config key(s) changed since step_000002" in line)
+    assert "trainer.steps: 2 -> 3" in changed and "run_dir: " in changed
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     # Appended, never rewritten: the lost line stays, the step's new line comes last.
     assert [(m["step"], m.get("lost"), m.get("rerun")) for m in metrics] == [
