@@ -21,10 +21,11 @@ manifest (sizes, then checksums). A damaged one (a truncated shard, a deleted fi
 file and all, and the run resumes from the newest intact one; steps logged after it run again
 (actors/driver/run_log.py marks their lines rerun). The config is compared with the
 checkpoint's: a change of a key in FROZEN_KEYS is refused by name, and every other changed key
-is logged with both values (`[resume] 2 config key(s) changed since step_000004: learner.lr:
-1e-06 -> 1e-05; reward.kind: 'similarity' -> 'tests'`). Checksums cost one read of the checkpoint per
-resume (~1 GB/s per core here); a 70B run's 1.1 TB of ZeRO-3 state takes minutes on a shared
-file system, which is why the p5_512 preset checkpoints every 50 steps.
+is logged with both values, in the schema's order (`[resume] 2 config key(s) changed since
+step_000004: reward.kind: 'similarity' -> 'tests'; learner.lr: 1e-06 -> 1e-05`). Checksums cost
+one read of the checkpoint per resume (~1 GB/s per core here); a 70B run's 1.1 TB of ZeRO-3
+state takes minutes on a shared file system, which is why the p5_512 preset checkpoints every
+50 steps.
 
 DeepSpeed's own shards are pickles that DeepSpeed loads with `weights_only=False`: resume only
 run directories you trust (the checksums detect damage, not a malicious writer).

@@ -37,10 +37,6 @@ def resumed(smoke_run, train_cli, tmp_path_factory):
 def test_resume_continues_exactly_where_it_stopped(resumed, job_run):
     run_dir, out = resumed
     assert "[resume] from" in out and "step_000002" in out
-    # The keys that changed since the checkpoint are named with both values (the copy has
-    # another run_dir too).
-    changed = next(line for line in out.splitlines() if "config key(s) changed since step_000002" in line)
-    assert "trainer.steps: 2 -> 3" in changed and "run_dir: " in changed
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     # Appended, never rewritten: the lost line stays, the step's new line comes last.
     assert [(m["step"], m.get("lost"), m.get("rerun")) for m in metrics] == [
@@ -58,6 +54,17 @@ def test_resume_continues_exactly_where_it_stopped(resumed, job_run):
     # optimizer state restored from DeepSpeed's checkpoint).
     assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
     assert not list((run_dir / "checkpoints").glob(".tmp-*"))  # the partial one was cleaned up
+
+
+def test_a_resume_names_the_config_keys_that_changed(resumed, smoke_run):
+    run_dir, out = resumed
+    # Before anything starts, one line with both values of every changed key: the steps, and
+    # the run_dir of the copy.
+    [changed] = [line for line in out.splitlines() if "config key(s) changed since step_000002" in line]
+    assert changed.endswith(
+        f"2 config key(s) changed since step_000002: run_dir: '{smoke_run.run_dir}' -> "
+        f"'{run_dir}'; trainer.steps: 2 -> 3"
+    )
 
 
 def test_a_config_that_cannot_resume_is_refused_by_name(resumed, train_cli):
