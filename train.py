@@ -29,6 +29,8 @@ from typing import Any
 import hydra
 import ray
 import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import RayActorError
 
@@ -166,6 +168,10 @@ class Trainer:
 @hydra.main(config_path="conf", config_name="config", version_base=None)
 def main(dcfg: DictConfig) -> None:
     logs.setup()
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # every job of a sweep in a directory of its own
+        dcfg.run_dir = config.job_run_dir(dcfg.run_dir, hydra_cfg.job.num)
+        log.info("[setup] multirun job %d: run_dir=%s", hydra_cfg.job.num, dcfg.run_dir)
     try:
         cfg = plugins.load(dcfg)
         logs.setup(cfg.trainer.verbose)

@@ -1,6 +1,7 @@
 """Capacity plan of the p5_512 preset: an estimated step time for each split of the 512 GPUs.
 
     python bench/capacity.py [--data ../shared/data]
+    python bench/capacity.py --node      # the gpu_node preset: a 7B model on one node of 8 GPUs
 
 A model, not a measurement: no GPU is reachable from here. Every output number is an ESTIMATE,
 computed from three kinds of input, printed separately (docs/capacity.md explains each):
@@ -96,6 +97,17 @@ class Assumed:
     learner_reserve: float = 8 * GB  # gathered layers, buffers, fragmentation
     zero_adv_frac: float = 0.0  # rows of zero-signal groups skipped by the learner (none assumed)
     reward_workers: int = 64  # the preset
+
+
+# conf/cluster/gpu_node.yaml: Qwen2.5-Coder-7B-Instruct (7.62e9 parameters, 28 layers, d_model
+# 3,584, 4 KV heads of 128: its config.json) on one node, where ZeRO-3's collectives and the
+# weight sync run over NVLink: the per-GPU "network" is NVLink's 450 GB/s in one direction.
+NODE_PUBLISHED = Published(params=7.62e9, layers=28, d_model=3584, kv_heads=4, head_dim=128, efa_bytes_s_node=8 * 450e9)
+# The 7B's activations per token with checkpointing, as learner/memory.py counts them (29 saved
+# hidden states + one layer recomputed, 26.4 d), and its reserve (the gathered 545M-parameter
+# embedding and its gradient, buckets: 4.3 GB, + 4 GB of runtime); 8 reward actors.
+NODE_ASSUMED = Assumed(act_bytes_per_token=(28 + 1 + 26.4) * 3584 * 2, learner_reserve=8.3 * GB, reward_workers=8)
+NODE_PRESET = (4, 2)
 
 
 @dataclass(frozen=True)
@@ -254,11 +266,15 @@ class Row:
         return self.generate + self.train + self.sync + self.reward
 
 
-def sweep(m: Measured, p: Published, a: Assumed, total: int = 512) -> list[Row]:
+def sweep(
+    m: Measured, p: Published, a: Assumed, total: int = 512, tps: tuple[int, ...] = (4, 8), stride: int = 64
+) -> list[Row]:
     prompt, completion = step_lengths(m, a)
     rows = []
-    for tp in (4, 8):
-        for rollout_gpus in range(64, total, 64):
+    for tp in tps:
+        for rollout_gpus in range(stride, total, stride):
+            if rollout_gpus % tp:
+                continue
             engines, learner = rollout_gpus // tp, total - rollout_gpus
             train, mb = train_seconds(prompt, completion, learner, p, a)
             rows.append(
@@ -280,9 +296,9 @@ def sweep(m: Measured, p: Published, a: Assumed, total: int = 512) -> list[Row]:
 # -- report ------------------------------------------------------------------------------------
 
 
-def print_table(rows: list[Row], p: Published) -> Row:
+def print_table(rows: list[Row], p: Published, total: int = 512) -> Row:
     best = min(rows, key=lambda r: r.step)
-    print("ESTIMATED seconds per step (sync mode) for each split of 512 GPUs:")
+    print(f"ESTIMATED seconds per step (sync mode) for each split of {total} GPUs:")
     print(
         " rollout GPUs  TP  engines | learner GPUs  micro-batch | generate  reward   train    sync |   step  vs paper"
     )
@@ -325,18 +341,32 @@ def sensitivity(m: Measured, p: Published, a: Assumed) -> None:
         )
 
 
+def node_plan(m: Measured, p: Published, a: Assumed) -> int:
+    rows = sweep(m, p, a, total=8, tps=(1, 2, 4), stride=2)
+    best = print_table(rows, p, total=8)
+    preset = next(r for r in rows if (r.rollout_gpus, r.tp) == NODE_PRESET)
+    print(
+        f"\nBest split (ESTIMATE): {best.rollout_gpus} rollout GPUs as {best.engines} engine(s) of TP {best.tp}, "
+        f"{best.learner_gpus} learner ranks: {best.step:.0f} s per step; the preset's ({preset.engines} engines of "
+        f"TP {preset.tp}, {preset.learner_gpus} ranks): {preset.step:.0f} s."
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--node", action="store_true", help="the gpu_node preset: 7B on one node of 8 GPUs")
     args = parser.parse_args()
-    p, a = Published(), Assumed()
+    p, a = (NODE_PUBLISHED, NODE_ASSUMED) if args.node else (Published(), Assumed())
     m = measure(args.data)
     if m is None:
         m = Measured([6000], 0.01, f"ASSUMED (no {args.data}/requests_lite.jsonl): 6,000-token prompts, 10 ms/rollout")
     print(
         f"PUBLISHED: H100 {p.peak_flops / 1e12:.0f} TFLOP/s bf16, HBM {p.hbm_bytes_s / 1e12:.2f} TB/s, "
-        f"EFA {p.efa_bytes_s_node / GB:.0f} GB/s per node; 70B: {p.weight_bytes / GB:.0f} GB bf16, "
-        f"KV {p.kv_bytes_per_token / 2**20:.2f} MiB/token; paper {p.paper_step_s:.0f} s/step"
+        f"{'NVLink' if args.node else 'EFA'} {p.efa_bytes_s_node / GB:.0f} GB/s per node; "
+        f"{p.params / 1e9:.1f}B: {p.weight_bytes / GB:.0f} GB bf16, "
+        f"KV {p.kv_bytes_per_token / 2**20:.2f} MiB/token; paper (70B, 512 GPUs) {p.paper_step_s:.0f} s/step"
     )
     print(
         f"MEASURED here ({m.source}): prompt tokens mean {statistics.mean(m.prompt_tokens):,.0f}, "
@@ -347,6 +377,8 @@ def main() -> int:
         + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in asdict(a).items())
         + "\n"
     )
+    if args.node:
+        return node_plan(m, p, a)
     best = print_table(sweep(m, p, a), p)
     print(
         f"\nBest split (ESTIMATE): {best.rollout_gpus} rollout GPUs as {best.engines} engines of TP {best.tp}, "

@@ -370,7 +370,8 @@ class AgentConfig:
 
 @dataclass
 class TrainConfig:
-    # Where metrics.jsonl, checkpoints and the final Hugging Face export go.
+    # Where metrics.jsonl, checkpoints and the final Hugging Face export go; a job of a Hydra
+    # multirun (`-m`) uses <run_dir>/<job number>.
     run_dir: str = "runs/default"
     # Seeds the data order, sampling and model init.
     seed: int = 0
@@ -547,6 +548,14 @@ def prepare_run_dir(run_dir: str) -> Path:
         raise ConfigError(f"run_dir={run_dir!r}: is a file, not a directory")
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def job_run_dir(run_dir: str, job_num: int | None) -> str:
+    """The run directory of one job: `run_dir` itself for a single run (job_num None), and
+    `<run_dir>/<job_num>` for job `job_num` of a Hydra multirun, so that the jobs of
+    `python train.py -m seed=0,1` neither share nor resume one another's checkpoints. The same
+    sweep run again gives each job its number again, and so its own checkpoints to resume."""
+    return run_dir if job_num is None else str(Path(run_dir) / str(job_num))
 
 
 def register() -> None:

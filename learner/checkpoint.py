@@ -19,9 +19,13 @@ after the new one is complete.
 Reading: before anything starts, the newest checkpoint's files are checked against its
 manifest (sizes, then checksums). A damaged one (a truncated shard, a deleted file) is named,
 file and all, and the run resumes from the newest intact one; steps logged after it run again
-(actors/driver/run_log.py marks their lines rerun). Checksums cost one read of the checkpoint per
-resume (~1 GB/s per core here); a 70B run's 1.1 TB of ZeRO-3 state takes minutes on a shared
-file system, which is why the p5_512 preset checkpoints every 50 steps.
+(actors/driver/run_log.py marks their lines rerun). The config is compared with the
+checkpoint's: a change of a key in FROZEN_KEYS is refused by name, and every other changed key
+is logged with both values, in the schema's order (`[resume] 2 config key(s) changed since
+step_000004: reward.kind: 'similarity' -> 'tests'; learner.lr: 1e-06 -> 1e-05`). Checksums cost
+one read of the checkpoint per resume (~1 GB/s per core here); a 70B run's 1.1 TB of ZeRO-3
+state takes minutes on a shared file system, which is why the p5_512 preset checkpoints every
+50 steps.
 
 DeepSpeed's own shards are pickles that DeepSpeed loads with `weights_only=False`: resume only
 run directories you trust (the checksums detect damage, not a malicious writer).
@@ -88,6 +92,29 @@ def _flatten(cfg: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+class _Absent:
+    """A key one of two configs does not have (added to or removed from the schema since)."""
+
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT = _Absent()
+
+
+def config_changes(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(dotted key, saved value, current value) of every key whose value differs, in the current
+    config's order, then keys only the saved one has; a missing side is ABSENT."""
+    a, b = _flatten(saved), _flatten(current)
+    keys = [*b, *(k for k in a if k not in b)]
+    return [(k, a.get(k, ABSENT), b.get(k, ABSENT)) for k in keys if a.get(k, ABSENT) != b.get(k, ABSENT)]
+
+
+def describe_changes(changes: list[tuple[str, Any, Any]]) -> str:
+    """`key: old -> new` for each change, joined by "; " (values as Python writes them)."""
+    return "; ".join(f"{key}: {old!r} -> {new!r}" for key, old, new in changes)
 
 
 def check_compatible(saved: Mapping[str, Any], current: Mapping[str, Any]) -> None:
@@ -218,7 +245,15 @@ class Checkpointer:
         self.store = CheckpointStore(run_dir, keep)
         self.latest = self.store.latest()
         if self.latest is not None:  # refuse an incompatible config before anything starts
-            check_compatible(self.latest.state["config"], self.config)
+            saved = self.latest.state["config"]
+            check_compatible(saved, self.config)
+            if changes := config_changes(saved, self.config):
+                log.info(
+                    "[resume] %d config key(s) changed since %s: %s",
+                    len(changes),
+                    self.latest.path.name,
+                    describe_changes(changes),
+                )
 
     def restore(self, learner: LearnerGroup, loader: InstanceLoader) -> Checkpoint | None:
         """Load the latest checkpoint into the learner, the loader and this process's RNGs."""

@@ -1,8 +1,8 @@
 """GPU memory per device of a GPU run, estimated from the model's architecture and the config.
 
 Pure arithmetic in bytes (no torch), so that a config that cannot fit its GPUs fails in a CPU
-test (tests/test_gpu_preset.py holds the p5_512 preset against an 80 GB H100) instead of
-after a cluster launch. ESTIMATES, not measurements: conf/cluster/p5_512.yaml and
+test (tests/test_gpu_preset.py holds the p5_512 and gpu_node presets against an 80 GB H100)
+instead of after a launch. ESTIMATES, not measurements: conf/cluster/p5_512.yaml and
 docs/capacity.md (bench/capacity.py) make the same budget in fewer terms; docs/capacity.md
 says where the two differ.
 

@@ -1,9 +1,11 @@
-"""The GPU path of the p5_512 preset, checked on a CPU by DeepSpeed's and vLLM's own validation.
+"""The GPU path of the GPU presets, checked on a CPU by DeepSpeed's and vLLM's own validation.
 
-No machine here runs CUDA, and a config that cannot work on the 512-GPU cluster should fail
-here, not after a 64-node launch. The preset is composed with Hydra as `python train.py
-cluster=p5_512` does; the model is Llama-3.3-70B-Instruct's config.json (public architecture
-numbers, no weights) written to a temporary directory.
+No machine here runs CUDA, and a config that cannot work on its GPUs should fail here, not
+after a launch. Two presets, each composed with Hydra as `python train.py cluster=<name>` does,
+with its model's config.json (public architecture numbers, no weights) written to a temporary
+directory: p5_512 (512 GPUs, Llama-3.3-70B-Instruct) and gpu_node (one node of 8 GPUs,
+Qwen2.5-Coder-7B-Instruct). The checks that hold for both take each preset in turn (`spec`);
+the rest are one preset's.
 
 DeepSpeed 0.19.8. Runs: `DeepSpeedConfig`, the object `deepspeed.initialize` builds from the
 worker's dict (batch arithmetic against the world size, the pydantic ZeRO, bf16 and optimizer
@@ -32,6 +34,9 @@ Ray's). Tokenizer and weights are loaded by the engine, which is not built.
 
 Memory: learner/memory.py's estimate per learner GPU and per engine GPU against an 80 GB H100,
 with DeepSpeed's bucket sizes and vLLM's KV-head split taken from the configs checked above.
+
+Placement: what the preset asks of Ray (actors/cluster/join.py's demands) against the nodes it
+names, by the check the driver runs before anything starts.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -49,6 +55,7 @@ import pytest
 import torch
 from hydra import compose, initialize
 
+from actors.cluster.join import ResourceError, check_fits, resource_demands
 from actors.driver.weight_sync import sync_world_size
 from actors.rollout.actor import engine_args
 from actors.rollout.fleet import RolloutFleet
@@ -88,18 +95,146 @@ LLAMA_33_70B: dict[str, Any] = {
 ARCH = Architecture.from_hf_config(LLAMA_33_70B)
 PARAMS = 70_553_706_496  # Llama 3 70B, counted by transformers (test_the_70b_parameter_list...)
 
+# Qwen2.5-Coder-7B-Instruct's config.json (the Qwen2.5 7B architecture), without its token ids.
+QWEN25_CODER_7B: dict[str, Any] = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "vocab_size": 152064,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-06,
+    "hidden_act": "silu",
+    "sliding_window": 131072,
+    "use_sliding_window": False,
+    "max_window_layers": 28,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+QWEN_ARCH = Architecture.from_hf_config(QWEN25_CODER_7B)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one GPU preset must come out as: its model and the numbers its comments promise."""
+
+    name: str
+    model: dict[str, Any]  # the model's config.json
+    architecture: str
+    ranks: int
+    micro_batches: tuple[int, int]  # DeepSpeed's (micro-batch size, gradient accumulation)
+    tensor_parallel: int
+    heads_per_worker: tuple[int, int]  # query and KV heads of one TP worker
+    layers: int
+    sync_ranks: int  # the learner's rank 0 + every engine worker
+    node: dict[str, float]  # one node's Ray resources
+    nodes: int
+
+
+SPECS = {
+    "p5_512": Spec(
+        "p5_512", LLAMA_33_70B, "LlamaForCausalLM", 384, (2, 1), 8, (8, 1), 80, 1 + 16 * 8,
+        # p5.48xlarge: 192 vCPUs, 8 H100 (cluster.yaml)
+        {"CPU": 192, "GPU": 8}, 64,
+    ),
+    "gpu_node": Spec(
+        "gpu_node", QWEN25_CODER_7B, "Qwen2ForCausalLM", 4, (2, 64), 2, (14, 2), 28, 1 + 2 * 2,
+        # the local cluster the preset starts: ray.num_cpus logical CPUs, the node's 8 GPUs
+        {"CPU": 64, "GPU": 8}, 1,
+    ),
+}  # fmt: skip
+
+
+def _compose(name: str) -> config.TrainConfig:
+    with initialize(config_path="../conf", version_base=None):
+        return config.load(compose("config", overrides=[f"cluster={name}"]))
+
+
+def _model_dir(tmp_path_factory: pytest.TempPathFactory, hf_config: dict[str, Any]) -> Path:
+    path = tmp_path_factory.mktemp(hf_config["model_type"])
+    (path / "config.json").write_text(json.dumps(hf_config))
+    return path
+
 
 @pytest.fixture(scope="module")
 def preset() -> config.TrainConfig:
-    with initialize(config_path="../conf", version_base=None):
-        return config.load(compose("config", overrides=["cluster=p5_512"]))
+    return _compose("p5_512")
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("llama-3.3-70b")
-    (path / "config.json").write_text(json.dumps(LLAMA_33_70B))
-    return path
+    return _model_dir(tmp_path_factory, LLAMA_33_70B)
+
+
+@pytest.fixture(scope="module")
+def node_preset() -> config.TrainConfig:
+    return _compose("gpu_node")
+
+
+@pytest.fixture(scope="module")
+def node_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _model_dir(tmp_path_factory, QWEN25_CODER_7B)
+
+
+@pytest.fixture(scope="module", params=list(SPECS))
+def spec(request: pytest.FixtureRequest) -> Spec:
+    return SPECS[request.param]
+
+
+@pytest.fixture(scope="module")
+def each_preset(spec: Spec, preset: config.TrainConfig, node_preset: config.TrainConfig) -> config.TrainConfig:
+    return {"p5_512": preset, "gpu_node": node_preset}[spec.name]
+
+
+# -- 0. the paper's recipe and the placement ---------------------------------------------
+
+
+def test_the_preset_sets_the_papers_recipe_itself(each_preset):
+    # Every key below is set by the preset file, not taken from conf/config.py's defaults,
+    # which suit the laptop and may change for it.
+    cfg = each_preset
+    assert (cfg.group_size, cfg.trainer.prompts_per_step, cfg.trainer.steps, cfg.trainer.mode) == (16, 32, 1600, "sync")
+    assert (cfg.learner.lr, cfg.learner.sft_steps, cfg.learner.kl_coef) == (1e-6, 0, 0.0)
+    assert (cfg.reward.kind, cfg.rollout.temperature, cfg.rollout.oracle_samples_per_group) == ("similarity", 1.0, 0)
+    assert cfg.model.dtype == "bfloat16" and cfg.learner.gradient_checkpointing
+    # 16k context: prompts up to 12k tokens, completions up to 4k.
+    assert (cfg.data.max_prompt_tokens, cfg.rollout.max_new_tokens, cfg.rollout.max_model_len) == (12288, 4096, 16384)
+
+
+def _gpus(cfg: config.TrainConfig) -> tuple[int, int]:
+    """(rollout GPUs, learner GPUs) the preset asks for."""
+    return (
+        int(cfg.rollout.num_actors * cfg.rollout.num_gpus),
+        int(cfg.learner.num_ranks * cfg.learner.num_gpus_per_rank),
+    )
+
+
+def test_the_preset_fills_its_gpus_and_fits_its_nodes(each_preset, spec):
+    cfg = each_preset
+    assert cfg.rollout.num_gpus == cfg.rollout.tensor_parallel_size == spec.tensor_parallel
+    assert cfg.rollout.tensor_parallel_size <= spec.node["GPU"]  # an engine's workers share one node
+    demands = resource_demands(cfg)
+    assert sum(count * res.get("GPU", 0) for _, count, res in demands) == sum(_gpus(cfg)) == spec.nodes * 8
+    check_fits(demands, [spec.node] * spec.nodes)  # the driver's own check: raises if not
+    one_gpu_short = [*[spec.node] * (spec.nodes - 1), {**spec.node, "GPU": spec.node["GPU"] - 1}]
+    with pytest.raises(ResourceError, match="GPU in total"):
+        check_fits(demands, one_gpu_short)
+
+
+def test_one_node_splits_its_8_gpus_between_2_engines_and_4_ranks(node_preset):
+    assert _gpus(node_preset) == (4, 4)
+    assert (node_preset.rollout.num_actors, node_preset.learner.num_ranks) == (2, 4)
+    assert node_preset.model.name == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    # 32 issues over 2 engines: one generate call of 16 issues each (actors/rollout/fleet.py).
+    assert node_preset.rollout.max_prompts_per_call == 16
+    # Ray CPUs: 2 x 8 + 4 x 8 + 8 x 1 = 56 of the 64 the local cluster declares, 2 test runners more fit.
+    cpus = sum(count * res.get("CPU", 0) for _, count, res in resource_demands(node_preset))
+    assert cpus == 56 and cpus + 2 <= node_preset.ray.num_cpus
+    assert node_preset.ray.address == ""  # a local cluster on the node
 
 
 # -- 1. the learner's DeepSpeed config -------------------------------------------------------
@@ -146,14 +281,16 @@ def _engine_sanity_check(parsed: Any) -> None:
     engine._do_sanity_check()
 
 
-def test_deepspeed_accepts_the_learner_config_at_384_ranks(preset, monkeypatch):
-    ds = _learner_ds_config(preset)
-    parsed = _deepspeed_config(ds, preset.learner.num_ranks, monkeypatch)
-    assert parsed.world_size == 384
-    # 512 rollouts over 384 ranks: at most 2 rows per rank, one micro-batch of 2 (nominal: the
-    # worker owns the accumulation boundary).
-    assert (parsed.train_micro_batch_size_per_gpu, parsed.gradient_accumulation_steps) == (2, 1)
-    assert parsed.train_batch_size == 2 * 1 * 384 == 768
+def test_deepspeed_accepts_the_learner_config(each_preset, spec, monkeypatch):
+    ds = _learner_ds_config(each_preset)
+    parsed = _deepspeed_config(ds, each_preset.learner.num_ranks, monkeypatch)
+    assert parsed.world_size == spec.ranks
+    # p5_512: 512 rollouts over 384 ranks, at most 2 rows per rank, one micro-batch of 2;
+    # gpu_node: 128 rows per rank, 64 micro-batches of 2 (nominal: the worker owns the
+    # accumulation boundary).
+    assert (parsed.train_micro_batch_size_per_gpu, parsed.gradient_accumulation_steps) == spec.micro_batches
+    size, accumulation = spec.micro_batches
+    assert parsed.train_batch_size == size * accumulation * spec.ranks
     assert parsed.zero_enabled and parsed.zero_optimization_stage == 3
     assert parsed.bfloat16_config.enabled and not parsed.float16_config.enabled
     # ZeRO-3 keeps every parameter partitioned between uses, so weight sync gathers bucket by bucket.
@@ -235,14 +372,28 @@ def vllm_config(preset, model_dir) -> Any:
     return _vllm_config(preset, model_dir)
 
 
-def test_vllm_accepts_the_engine_arguments_for_tp8(preset, vllm_config):
+@pytest.fixture(scope="module")
+def node_vllm_config(node_preset, node_model_dir) -> Any:
+    return _vllm_config(node_preset, node_model_dir)
+
+
+@pytest.fixture(scope="module")
+def each_vllm_config(spec, request) -> Any:
+    return request.getfixturevalue({"p5_512": "vllm_config", "gpu_node": "node_vllm_config"}[spec.name])
+
+
+def test_vllm_accepts_the_engine_arguments(spec, each_vllm_config):
+    vllm_config = each_vllm_config
     model, parallel, cache = vllm_config.model_config, vllm_config.parallel_config, vllm_config.cache_config
-    assert model.architectures == ["LlamaForCausalLM"]
+    assert model.architectures == [spec.architecture]
     assert model.dtype == torch.bfloat16 and model.max_model_len == 16384
-    assert (parallel.tensor_parallel_size, parallel.pipeline_parallel_size, parallel.world_size) == (8, 1, 8)
-    # Each of the 8 workers holds 8 of the 64 query heads and 1 of the 8 KV heads, 80 layers.
-    assert model.get_num_attention_heads(parallel) == 8 and model.get_num_kv_heads(parallel) == 1
-    assert (model.get_head_size(), model.get_num_layers(parallel)) == (128, 80)
+    tp = spec.tensor_parallel
+    assert (parallel.tensor_parallel_size, parallel.pipeline_parallel_size, parallel.world_size) == (tp, 1, tp)
+    # p5_512: each of the 8 workers holds 8 of the 64 query heads and 1 of the 8 KV heads, 80
+    # layers; gpu_node: each of the 2 holds 14 of the 28 query heads and 2 of the 4 KV heads, 28.
+    heads = (model.get_num_attention_heads(parallel), model.get_num_kv_heads(parallel))
+    assert heads == spec.heads_per_worker
+    assert (model.get_head_size(), model.get_num_layers(parallel)) == (128, spec.layers)
     assert cache.gpu_memory_utilization == 0.9 and cache.enable_prefix_caching
     assert model.logprobs_mode == "processed_logprobs"  # logprobs at the sampling temperature (GRPO ratio)
     assert not model.enforce_eager  # CUDA graphs on a GPU (the CPU engine runs eager)
@@ -273,18 +424,28 @@ def test_vllm_rejects_broken_engine_arguments(preset, model_dir, change, match):
         _vllm_config(broken, model_dir)
 
 
+def test_vllm_rejects_tp8_for_the_7b_model(node_preset, node_model_dir):
+    # Why one node's engines are not one TP-8 engine: 28 query heads do not split 8 ways.
+    broken = dataclasses.replace(
+        node_preset, rollout=dataclasses.replace(node_preset.rollout, tensor_parallel_size=8, num_gpus=8)
+    )
+    with pytest.raises(ValueError, match="divisible by tensor parallel size"):
+        _vllm_config(broken, node_model_dir)
+
+
 # -- 3. the weight-sync group and its bucket plan -------------------------------------------
 
 
-def test_weight_sync_is_nccl_with_one_rank_per_engine_worker(preset, vllm_config):
-    device = devices.of_run(preset)
+def test_weight_sync_is_nccl_with_one_rank_per_engine_worker(each_preset, spec, each_vllm_config):
+    cfg = each_preset
+    device = devices.of_run(cfg)
     assert device == "cuda" and devices.collective_backend(device) == "nccl"
     # The fleet's own property on a stand-in fleet (a real one starts Ray actors and engines).
-    per_engine = RolloutFleet.engine_ranks_per_actor.fget(SimpleNamespace(cfg=preset.rollout, device=device))
+    per_engine = RolloutFleet.engine_ranks_per_actor.fget(SimpleNamespace(cfg=cfg.rollout, device=device))
     # Every worker vLLM starts for the engine joins the group: the sync ranks are vLLM's world.
-    assert per_engine == vllm_config.parallel_config.world_size == 8
-    assert sync_world_size(preset.rollout.num_actors, per_engine) == 1 + 16 * 8 == 129
-    assert RolloutFleet.engine_ranks_per_actor.fget(SimpleNamespace(cfg=preset.rollout, device="cpu")) == 1
+    assert per_engine == each_vllm_config.parallel_config.world_size == spec.tensor_parallel
+    assert sync_world_size(cfg.rollout.num_actors, per_engine) == spec.sync_ranks
+    assert RolloutFleet.engine_ranks_per_actor.fget(SimpleNamespace(cfg=cfg.rollout, device="cpu")) == 1
 
 
 def llama_parameters(arch: Architecture) -> list[tuple[str, tuple[int, ...]]]:
@@ -338,9 +499,9 @@ def test_the_weight_sync_bucket_plan_of_the_70b_model(preset):
 # -- 4. memory per GPU against an 80 GB H100 ------------------------------------------------
 
 
-def _learner_memory(cfg: config.TrainConfig, zero: Any) -> LearnerMemory:
+def _learner_memory(cfg: config.TrainConfig, zero: Any, arch: Architecture = ARCH) -> LearnerMemory:
     return learner_memory(
-        ARCH,
+        arch,
         ranks=cfg.learner.num_ranks,
         micro_batch_size=cfg.learner.micro_batch_size,
         seq_len=cfg.rollout.max_model_len,
@@ -387,11 +548,11 @@ def test_a_learner_rank_does_not_fit_when_the_preset_is_broken(preset, zero, cha
     assert mem.total > H100_BYTES
 
 
-def _engine(cfg: config.TrainConfig) -> tuple[Any, int]:
+def _engine(cfg: config.TrainConfig, arch: Architecture = ARCH) -> tuple[Any, int]:
     """An engine GPU's memory, and the tokens of the sequences one engine holds at once."""
     rollout = cfg.rollout
     mem = engine_memory(
-        ARCH, tensor_parallel_size=rollout.tensor_parallel_size, gpu_memory_utilization=rollout.gpu_memory_utilization
+        arch, tensor_parallel_size=rollout.tensor_parallel_size, gpu_memory_utilization=rollout.gpu_memory_utilization
     )
     sequences = engine_share(
         cfg.trainer.prompts_per_step, cfg.group_size, rollout.num_actors, rollout.max_prompts_per_call
@@ -426,3 +587,89 @@ def test_an_engine_does_not_fit_when_the_preset_is_broken(preset, change):
     broken = dataclasses.replace(preset, rollout=dataclasses.replace(preset.rollout, **change))
     mem, needed = _engine(broken)
     assert mem.kv_tokens < needed
+
+
+# -- 5. one node: the 7B model's memory per GPU ---------------------------------------------
+
+
+def test_the_7b_parameter_count_is_the_one_transformers_builds():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    with torch.device("meta"):  # shapes only: no memory
+        model = Qwen2ForCausalLM(Qwen2Config(**QWEN25_CODER_7B))
+    counted = sum(p.numel() for p in model.parameters())
+    # learner/memory.py counts bias-free projections; Qwen2's q, k and v carry biases, 28 x 4,608
+    # parameters (0.002%), too few to move any figure here.
+    assert counted == 7_615_616_512 == QWEN_ARCH.params + 28 * (3584 + 2 * 512)
+
+
+@pytest.fixture
+def node_zero(node_preset, monkeypatch) -> Any:
+    return _deepspeed_config(_learner_ds_config(node_preset), node_preset.learner.num_ranks, monkeypatch).zero_config
+
+
+def test_a_learner_rank_of_one_node_fits_an_h100(node_preset, node_zero):
+    mem = _learner_memory(node_preset, node_zero, QWEN_ARCH)
+    # 16 bytes x 7.62e9 / 4: the preset's comment says 30.5 GB.
+    assert mem.states == pytest.approx(30.46 * GB, rel=1e-3)
+    # Two 16k sequences: 29 saved hidden states (6.8 GB) + one layer recomputed (6.2 GB).
+    assert mem.activations == pytest.approx((6.81 + 6.21) * GB, rel=1e-3)
+    assert mem.mask + mem.logits == pytest.approx(1.16 * GB, rel=1e-2)
+    assert mem.gathered == pytest.approx(4.28 * GB, rel=1e-3)  # the 545M-parameter embedding gathered
+    assert mem.total == pytest.approx(52.92 * GB, rel=1e-3)
+    assert mem.total < H100_BYTES
+
+
+@pytest.mark.parametrize(
+    "change, total_gb",
+    [
+        pytest.param({"num_ranks": 2}, 83.38, id="2-ranks"),  # 61 GB of ZeRO-3 shards each
+        pytest.param({"micro_batch_size": 5}, 74.19, id="micro-batch-5"),  # fits, with little room
+        pytest.param({"micro_batch_size": 6}, 81.28, id="micro-batch-6"),
+        pytest.param({"gradient_checkpointing": False}, 220.53, id="no-checkpointing"),
+    ],
+)
+def test_a_learner_rank_of_one_node_with_another_config(node_preset, node_zero, change, total_gb):
+    changed = dataclasses.replace(node_preset, learner=dataclasses.replace(node_preset.learner, **change))
+    mem = _learner_memory(changed, node_zero, QWEN_ARCH)
+    assert mem.total == pytest.approx(total_gb * GB, rel=1e-3)
+    assert (mem.total < H100_BYTES) == (total_gb < 80)
+
+
+def _shared_prompt_tokens(cfg: config.TrainConfig) -> int:
+    """KV tokens an engine's share of the step needs when each issue's prompt is held once:
+    its group_size samples are one request with n = group_size (actors/rollout/actor.py),
+    whose prompt blocks vLLM's prefix cache shares."""
+    rollout = cfg.rollout
+    issues = engine_share(cfg.trainer.prompts_per_step, 1, rollout.num_actors, rollout.max_prompts_per_call)
+    return issues * cfg.data.max_prompt_tokens + issues * cfg.group_size * rollout.max_new_tokens
+
+
+def test_an_engine_gpu_of_one_node_fits_an_h100_and_holds_its_share(node_preset, node_vllm_config):
+    mem, unshared = _engine(node_preset, QWEN_ARCH)
+    model, parallel = node_vllm_config.model_config, node_vllm_config.parallel_config
+    vllm_kv = model.get_num_layers(parallel) * model.get_num_kv_heads(parallel) * model.get_head_size() * 2 * 2
+    assert mem.kv_bytes_per_token == vllm_kv == 28_672  # 28 layers x 2 KV heads x 128 x K, V x 2 bytes
+    assert mem.weights == pytest.approx(7.62 * GB, rel=1e-3)
+    assert mem.kv_cache == pytest.approx(60.38 * GB, rel=1e-3)
+    assert mem.kv_tokens == 2_106_044
+    # 16 issues per engine: 16 prompts of 12k once, 256 completions of 4k.
+    needed = _shared_prompt_tokens(node_preset)
+    assert needed == 16 * 12288 + 256 * 4096 == 1_245_184 <= mem.kv_tokens
+    # Were every sample's prompt held apart, 4.2M tokens: vLLM would preempt (slower, not a failure).
+    assert unshared == 256 * 16384 > mem.kv_tokens
+    assert mem.total == int(0.9 * H100_BYTES)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"tensor_parallel_size": 1, "num_gpus": 1}, id="tp1-920k-tokens"),
+        pytest.param({"num_actors": 1, "max_prompts_per_call": 32}, id="one-engine-for-32-issues"),
+        pytest.param({"gpu_memory_utilization": 0.5}, id="cache-too-small"),
+    ],
+)
+def test_an_engine_of_one_node_does_not_hold_its_share_when_the_preset_is_broken(node_preset, change):
+    broken = dataclasses.replace(node_preset, rollout=dataclasses.replace(node_preset.rollout, **change))
+    mem, _ = _engine(broken, QWEN_ARCH)
+    assert mem.kv_tokens < _shared_prompt_tokens(broken)

@@ -56,6 +56,17 @@ def test_resume_continues_exactly_where_it_stopped(resumed, job_run):
     assert not list((run_dir / "checkpoints").glob(".tmp-*"))  # the partial one was cleaned up
 
 
+def test_a_resume_names_the_config_keys_that_changed(resumed, smoke_run):
+    run_dir, out = resumed
+    # Before anything starts, one line with both values of every changed key: the steps, and
+    # the run_dir of the copy.
+    [changed] = [line for line in out.splitlines() if "config key(s) changed since step_000002" in line]
+    assert changed.endswith(
+        f"2 config key(s) changed since step_000002: run_dir: '{smoke_run.run_dir}' -> "
+        f"'{run_dir}'; trainer.steps: 2 -> 3"
+    )
+
+
 def test_a_config_that_cannot_resume_is_refused_by_name(resumed, train_cli):
     run_dir, _ = resumed
     proc = train_cli(run_dir, "trainer.steps=4", "group_size=8")

@@ -3,7 +3,17 @@
 import pytest
 import torch
 
-from learner.checkpoint import CheckpointStore, ResumeError, check_compatible, rng_states, set_rng_states
+from learner.checkpoint import (
+    ABSENT,
+    Checkpointer,
+    CheckpointStore,
+    ResumeError,
+    check_compatible,
+    config_changes,
+    describe_changes,
+    rng_states,
+    set_rng_states,
+)
 
 
 def _write(store, step, marker="x"):
@@ -59,6 +69,65 @@ def test_frozen_keys_are_named():
     other = {**saved, "group_size": 8, "model": {"name": "b", "dtype": "float32"}}
     with pytest.raises(ResumeError, match=r"model.name: 'a' -> 'b'.*group_size: 16 -> 8"):
         check_compatible(saved, other)
+
+
+SAVED = {
+    "run_dir": "runs/a",
+    "seed": 0,
+    "model": {"name": "a", "dtype": "float32"},
+    "reward": {"kind": "similarity", "execution": {"wall_s": 300.0}},
+    "learner": {"num_ranks": 2, "lr": 1e-6, "old_knob": 3},
+    "trainer": {"loggers": ["console", "jsonl"]},
+}
+
+
+def test_config_changes_names_every_key_whose_value_differs():
+    current = {
+        "run_dir": "runs/a",
+        "seed": 0,
+        "model": {"name": "a", "dtype": "float32"},
+        "reward": {"kind": "tests", "execution": {"wall_s": 60.0}},
+        "learner": {"num_ranks": 2, "lr": 1e-5, "new_knob": True},
+        "trainer": {"loggers": ["console"]},
+    }
+    assert config_changes(SAVED, current) == [
+        ("reward.kind", "similarity", "tests"),
+        ("reward.execution.wall_s", 300.0, 60.0),
+        ("learner.lr", 1e-6, 1e-5),
+        ("learner.new_knob", ABSENT, True),  # a key added to the schema since the checkpoint
+        ("trainer.loggers", ["console", "jsonl"], ["console"]),
+        ("learner.old_knob", 3, ABSENT),  # ...and one removed from it
+    ]
+    assert config_changes(SAVED, SAVED) == []
+    assert describe_changes(config_changes(SAVED, current)[:4]) == (
+        "reward.kind: 'similarity' -> 'tests'; reward.execution.wall_s: 300.0 -> 60.0; "
+        "learner.lr: 1e-06 -> 1e-05; learner.new_knob: (absent) -> True"
+    )
+
+
+def _checkpointed(run_dir, config):
+    CheckpointStore(run_dir).save(
+        4, {"step": 4, "policy_version": 4, "config": config}, lambda tmp: (tmp / "learner").mkdir()
+    )
+
+
+def test_a_resume_logs_the_changed_keys_and_refuses_frozen_ones(tmp_path, caplog):
+    _checkpointed(tmp_path, SAVED)
+    changed = {**SAVED, "learner": {**SAVED["learner"], "lr": 1e-5}, "reward": {**SAVED["reward"], "kind": "tests"}}
+    with caplog.at_level("INFO", logger="learner.checkpoint"):
+        ckpt = Checkpointer(tmp_path, changed)
+    assert ckpt.latest is not None and ckpt.latest.step == 4
+    assert [r.getMessage() for r in caplog.records] == [
+        "[resume] 2 config key(s) changed since step_000004: reward.kind: 'similarity' -> 'tests'; "
+        "learner.lr: 1e-06 -> 1e-05"
+    ]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="learner.checkpoint"):
+        Checkpointer(tmp_path, SAVED)  # the same config: nothing to say
+    assert caplog.records == []
+    frozen = {**changed, "model": {"name": "b", "dtype": "float32"}}
+    with pytest.raises(ResumeError, match=r"these keys changed: model.name: 'a' -> 'b'\. Use another run_dir"):
+        Checkpointer(tmp_path, frozen)
 
 
 def test_rng_states_roundtrip():
