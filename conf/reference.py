@@ -12,7 +12,7 @@ import inspect
 
 from conf import config
 from conf.eval import RENAMED, EvalConfig, EvalRewardConfig
-from conf.overrides import FORMER_FLAGS, RayJoin
+from conf.overrides import CONTEXT_FLAGS, ENGINE_FLAGS, ENGINE_KEYS, FORMER_FLAGS, RayJoin
 
 SECTIONS = [
     ("", config.TrainConfig),
@@ -84,6 +84,19 @@ def render() -> str:
         "| former flag | key |",
         "|---|---|",
         *[f"| `{old}` | `{new}` |" for old, new in FORMER_FLAGS.items()],
+        "",
+        "## The data commands' engines",
+        "",
+        "`python -m data.build --context model` and `python -m data.inject --injector model` (or",
+        "`--issue-model`) start one engine: they take `model.name`, `model.dtype` and, of `rollout.*`,",
+        f"the keys that set one engine ({', '.join(f'`rollout.{k}`' for k in ENGINE_KEYS)};",
+        "data.build's greedy engine all but",
+        "`rollout.temperature` and `rollout.cpu_threads`), as `key=value` (conf/overrides.py). Their former flags:",
+        "",
+        "| former flag | key |",
+        "|---|---|",
+        *[f"| `{old}` (data.build) | `{new}` |" for old, new in CONTEXT_FLAGS.items()],
+        *[f"| `{old}` (data.inject) | `{new}` |" for old, new in ENGINE_FLAGS.items()],
         "",
     ]
     return "\n".join(rows)

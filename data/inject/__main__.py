@@ -1,10 +1,11 @@
 """`python -m data.inject`: validated instances made by injecting bugs into working code.
 
-    python -m data.inject reward.execution.repos=[OWNER/NAME=CLONE,...] [--commit REF] [--paths src/pkg]
+    python -m data.inject "reward.execution.repos=['OWNER/NAME=CLONE',...]" [--commit REF] [--paths src/pkg]
         --out DIR [--per-repo 4] [--environment derive|JSON] [--relevant-files 3] ...
     python -m data.inject --data demo --out DIR [--per-instance 4] [--limit N] ...
         ... [--combine 1] [--seed 0] [--operators binop,compare,...] [--near-dup-threshold 0.8]
-        [--injector rules|model [--model M]] [--issue-model [M]]
+        [--injector rules|model [model.name=M rollout.temperature=1.0 rollout.max_new_tokens=1024]]
+        [--issue-model [M]]
         [reward.execution.num_runners=2 | ray.address=ADDR] [reward.execution.wall_s=30] [--overwrite]
 
 The working code is a repository at a commit (`reward.execution.repos`, the clones, as the
@@ -33,7 +34,10 @@ mode takes (`problem_source` "injected:rules:<ops>"; an instance of a clone has 
 its tests are the files its labels name, already at its commit, and the runners need the clone,
 `reward.execution.repos=[OWNER/NAME=CLONE]`). Their issue is the failing tests' report, or with
 `--issue-model` a user's bug report a model writes from it (data/bugs/issues.py: kept only when
-it quotes no line of the fix; else the test report stays, counted under `issues`).
+it quotes no line of the fix; else the test report stays, counted under `issues`). The model
+injector's engine takes training's keys (`model.*`, and of `rollout.*` those that set one
+engine: conf/overrides.py ENGINE_KEYS); `--model`, `--temperature`, `--max-new-tokens` are
+refused with their new names.
 `_manifest.json` has the funnel (sources, baselines, candidates, kept, each rejection reason
 with examples) and the seconds per stage.
 
@@ -57,13 +61,13 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from actors.cluster.join import ray_session
 from conf import logs, overrides
-from conf.config import ExecutionConfig, ModelConfig
+from conf.config import ExecutionConfig, ModelConfig, RolloutConfig
 from conf.errors import UserError, fail
 from data.bugs.injector import BugOutcome
 from data.bugs.issues import IssueReport, write_reports
@@ -110,16 +114,28 @@ def git_sources(
     return out
 
 
-def _engine(model: str, args: argparse.Namespace, on_ray: bool) -> Any:
+def _engine(model: str, engine: Engine, on_ray: bool) -> Any:
     """A model that writes bugs or bug reports: one engine (a rollout actor when on Ray), as
     data.build's `--context model` starts one."""
     # The engine (actors/rollout/: torch and vLLM): only the model's stages need it, so a
     # rules run never imports vLLM.
     from actors.rollout.context_engine import ContextEngine
-    from data.mining.context_step import ContextConfig
 
-    model_cfg = ContextConfig(mode="model", model=model, max_new_tokens=args.max_new_tokens, batch=64)
-    return ContextEngine(model, model_cfg.engine(), dtype=model_cfg.dtype, seed=args.seed, on_ray=on_ray)
+    return ContextEngine(model, engine.rollout, dtype=engine.model.dtype, seed=engine.seed, on_ray=on_ray)
+
+
+@dataclass
+class Engine:
+    """The model injector's engine, in training's names (`model.*`, `rollout.*` overrides)."""
+
+    model: ModelConfig
+    rollout: RolloutConfig
+    seed: int
+
+
+# The engine's defaults where they differ from training's: long answers (a bug is SEARCH/REPLACE
+# edits with their context), 64 prompts a call.
+ENGINE_DEFAULTS = RolloutConfig(max_new_tokens=1024, max_prompts_per_call=64)
 
 
 def _with_reports(outcomes: list[BugOutcome], engine: Any) -> tuple[list[BugOutcome], list[IssueReport]]:
@@ -182,24 +198,13 @@ def _parser() -> argparse.ArgumentParser:
         help="who writes the bugs: rules (seeded AST mutations) or model (the policy, as SEARCH/REPLACE edits)",
     )
     p.add_argument(
-        "--model",
-        default=ModelConfig.name,
-        help=f"with --injector model: a known name or a HF directory (default {ModelConfig.name})",
-    )
-    p.add_argument(
-        "--temperature", type=float, default=1.0, help="with --injector model: sampling temperature (default 1.0)"
-    )
-    p.add_argument(
-        "--max-new-tokens", type=int, default=1024, help="with --injector model: answer length limit (default 1024)"
-    )
-    p.add_argument(
         "--issue-model",
         nargs="?",
         const="",
         default=None,
         metavar="NAME_OR_DIR",
         help="a model writes each kept bug's issue as a user's bug report from the failing tests' report "
-        "(greedy; alone: --model's); a report that quotes a line of the fix keeps the test report",
+        "(greedy; alone: model.name's); a report that quotes a line of the fix keeps the test report",
     )
     p.add_argument(
         "--near-dup-threshold",
@@ -223,10 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:  # a short wall clock per run: a bug that loops forever costs it twice
         base = ExecutionConfig(wall_s=30.0)
-        rest, cfg, ray_address = overrides.pool_config(sys.argv[1:] if argv is None else argv, parser.prog, base)
+        sections = overrides.pool_sections(base) | {"model": ModelConfig(), "rollout": ENGINE_DEFAULTS}
+        former = overrides.FORMER_FLAGS | overrides.ENGINE_FLAGS
+        argv = sys.argv[1:] if argv is None else argv
+        rest, typed = overrides.parse(argv, parser.prog, sections, former, engine=overrides.ENGINE_KEYS)
+        cfg, ray_address = overrides.check_pool(typed["reward"].execution), typed["ray"].address
     except UserError as exc:
         fail(parser.prog, str(exc))
     args = parser.parse_args(rest)
+    engine_cfg = Engine(typed["model"], typed["rollout"], args.seed)
     git = list(cfg.repos)
     if bool(args.data) == bool(git):
         fail(parser.prog, "give --data (instances' fixed code) or reward.execution.repos=[OWNER/NAME=CLONE] (not both)")
@@ -257,13 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, float] = {"sources": time.monotonic() - started}
     baselines: dict[str, dict[str, int]] = {}
     on_ray = workers > 0 or bool(ray_address)
-    issue_model = None if args.issue_model is None else args.issue_model or args.model
+    model = engine_cfg.model.name
+    issue_model = None if args.issue_model is None else args.issue_model or model
     reports: list[IssueReport] = []
     with ray_session(ray_address, workers) if on_ray else nullcontext():
-        engine = _engine(args.model, args, on_ray) if args.injector == "model" else None
+        engine = _engine(model, engine_cfg, on_ray) if args.injector == "model" else None
         try:
             pool = TestPool(cfg) if on_ray else InProcess(Runner(cfg))
-            draw = model_draw(engine, args.per_source, args.temperature, args.seed) if engine else None
+            draw = model_draw(engine, args.per_source, engine_cfg.rollout.temperature, args.seed) if engine else None
             try:
                 outcomes = inject(
                     sources, pool, **options, **extra, draw=draw, seconds=seconds, baselines_out=baselines
@@ -272,11 +283,11 @@ def main(argv: list[str] | None = None) -> int:
                 if isinstance(pool, TestPool):  # its runners' CPUs go back before a report engine starts
                     pool.shutdown()
             if issue_model is not None:
-                if engine is None or issue_model != args.model:  # one engine at a time: CPU memory
+                if engine is None or issue_model != model:  # one engine at a time: CPU memory
                     if engine is not None:
                         engine.close()
                         engine = None  # closed once, even should the next one fail to start
-                    engine = _engine(issue_model, args, on_ray)
+                    engine = _engine(issue_model, engine_cfg, on_ray)
                 clock = time.monotonic()
                 outcomes, reports = _with_reports(outcomes, engine)
                 seconds["issues"] = time.monotonic() - clock

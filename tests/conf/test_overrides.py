@@ -10,7 +10,7 @@ from hydra import compose, initialize
 
 from actors import replay
 from conf import config, overrides
-from data import validate
+from data import build, validate
 from data.inject import __main__ as inject
 from reward import execute
 
@@ -62,7 +62,35 @@ def test_a_former_flag_is_refused_with_its_new_key(command, flag, capsys):
 
 
 def test_a_key_outside_the_pool_is_named():
-    with pytest.raises(config.ConfigError, match=r"rollout: .*takes reward.execution.\* and ray.address"):
+    with pytest.raises(config.ConfigError, match=r"rollout: .*\(cmd takes reward\.\*, ray\.\*\)"):
         overrides.pool_config(["rollout.num_actors=2"], "cmd")
     with pytest.raises(config.ConfigError, match="reward.execution.wall_s"):
         overrides.pool_config(["reward.execution.wall_s=soon"], "cmd")
+
+
+@pytest.mark.parametrize("flag", sorted(overrides.ENGINE_FLAGS))
+def test_the_model_injectors_former_flags_are_refused_with_their_new_keys(flag, capsys):
+    with pytest.raises(SystemExit) as stop:
+        inject.main(["--data", "demo", "--out", "o", "--injector", "model", flag, "1"])
+    assert stop.value.code == 2
+    assert f"`{flag}` is now `{overrides.ENGINE_FLAGS[flag]}`" in capsys.readouterr().err
+
+
+def test_the_model_injectors_engine_takes_trainings_keys():
+    sections = overrides.pool_sections() | {"model": config.ModelConfig(), "rollout": inject.ENGINE_DEFAULTS}
+    argv = ["--data", "demo", "model.name=tiny", "rollout.max_new_tokens=32", "rollout.num_gpus=1"]
+    rest, typed = overrides.parse(argv, "cmd", sections, overrides.FORMER_FLAGS, engine=overrides.ENGINE_KEYS)
+    assert rest == ["--data", "demo"] and typed["model"] == config.ModelConfig(name="tiny")
+    assert typed["rollout"] == dataclasses.replace(inject.ENGINE_DEFAULTS, max_new_tokens=32, num_gpus=1.0)
+    with pytest.raises(config.ConfigError, match="rollout.num_actors: not read by cmd"):
+        overrides.parse(["rollout.num_actors=2"], "cmd", sections, {}, engine=overrides.ENGINE_KEYS)
+    with pytest.raises(config.ConfigError, match="model.init_seed: not read by cmd"):
+        overrides.parse(["model.init_seed=3"], "cmd", sections, {}, engine=overrides.ENGINE_KEYS)
+
+
+@pytest.mark.parametrize("flag", sorted(overrides.CONTEXT_FLAGS))
+def test_the_context_models_former_flags_are_refused_with_their_new_keys(flag, capsys):
+    with pytest.raises(SystemExit) as stop:
+        build.parse_args(["--git", "g", "--out", "o", "--context", "model", flag, "1"])
+    assert stop.value.code == 2
+    assert f"`{flag}` is now `{overrides.CONTEXT_FLAGS[flag]}`" in capsys.readouterr().err
