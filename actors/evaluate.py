@@ -25,8 +25,9 @@ The four modes (`mode=`):
                     files the oracle patch changes (the paper's RL prompt: the "oracle" context)
                     and its answers are scored by the SWE-RL reward against the oracle patch, and,
                     where the instances carry FAIL_TO_PASS, by their tests. Being told which
-                    files to change is most of SWE-bench's difficulty, so its figures are higher
-                    than a resolve rate and not comparable with one (actors/eval/oracle_context.py).
+                    files to change takes away most of SWE-bench's difficulty (localization), so
+                    its figures are not comparable with a SWE-bench resolve rate
+                    (actors/eval/oracle_context.py).
     agentless       how the paper measured SWE-bench: Agentless Mini on the repository's whole
                     tree (localization, repair with whole files, reproduction and regression
                     tests, a vote), resolved by the tests (actors/eval/agentless_mini.py: its
