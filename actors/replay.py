@@ -2,14 +2,17 @@
 would: the same sandbox session, action parser, final patch and rewards.
 
     python -m actors.replay --data DATA --instance ID --turns TURNS.json
-        [--reward similarity,tests] [--json OUT.json] [--git owner/name=CLONE ...]
-        [--cache-dir DIR] [--max-turns N]
+        [--reward similarity,tests] [--json OUT.json] [--max-turns N]
+        [reward.execution.repos=[owner/name=CLONE,...]] [reward.execution.cache_dir=DIR]
+        [reward.execution.*=...]
 
 DATA: a Parquet file or directory of instances, or `demo`. TURNS.json: a JSON list of strings,
 the assistant's turns in order (each free text ending in one action: agent/actions.py), or one
 line of an agent step's rollout log (`run_dir/rollouts/step_N.jsonl`), whose turns it replays. The
 episode runs in a sandbox session over the instance's snapshot in its environment
-(Runner.session: what its test runs see); each observation is printed as it comes. At the end
+(Runner.session: what its test runs see; the sandbox's settings are training's
+`reward.execution.*` keys as `key=value`, conf/overrides.py, and `--git`, `--cache-dir` are
+refused with their new names); each observation is printed as it comes. At the end
 the patch is the diff of the session's tree against the snapshot (reward/execution/workspace.py:
 links, binaries and bytecode left out and named; none when a session limit ended the episode,
 whose `ended_by` names it), and each requested reward kind scores it
@@ -38,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from actors.agent.episode import ScriptedPolicy, final_patch, run_episode
-from conf.config import AgentConfig, ExecutionConfig
+from conf import overrides
+from conf.config import AgentConfig
 from conf.errors import UserError, fail
 from conf.io import write_text
 from data.loader import read_instances
@@ -124,10 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", required=True, help="JSON list of the assistant's turns")
     parser.add_argument("--reward", default="similarity", help=f"comma-separated kinds of {KINDS}")
     parser.add_argument("--json", default=None, help="write the whole result here as one JSON object")
-    parser.add_argument("--git", action="append", default=[], help="a local clone, or owner/name=PATH (repeatable)")
-    parser.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
     parser.add_argument("--max-turns", type=int, default=AgentConfig.max_turns, help="agent.max_turns")
-    args = parser.parse_args(argv)
+    parser.epilog = "and key=value overrides of reward.execution.*, as in training (conf/overrides.py)"
+    try:
+        rest, execution, address = overrides.pool_config(sys.argv[1:] if argv is None else argv, "actors.replay")
+        if address:
+            raise UserError(f"ray.address={address!r}: actors.replay runs its session in this process, without Ray")
+    except UserError as exc:
+        fail("actors.replay", str(exc))
+    args = parser.parse_args(rest)
     try:
         kinds = [k.strip() for k in args.reward.split(",") if k.strip()]
         unknown = [k for k in kinds if k not in KINDS]
@@ -136,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         turns = read_turns(args.turns)
         instance = find_instance(args.data, args.instance)
         agent = AgentConfig(max_turns=args.max_turns)
-        runner = Runner(ExecutionConfig(cache_dir=args.cache_dir, repos=args.git))
+        runner = Runner(execution)
         try:
             result = replay(instance, turns, kinds, runner, agent)
         except SessionFailed as exc:

@@ -8,7 +8,7 @@ test patch or labels in it: data.swebench_exec infers the version from the clone
 test patch from the PR's head), and reads their manifests and reports:
 
     converted   python -m data.swebench_exec --rows ROWS --git ... --out WORK/converted
-    kept        python -m data.validate --data WORK/converted --out WORK/validated --git ...
+    kept        python -m data.validate --data WORK/converted --out WORK/validated reward.execution.repos=[...]
                 (its run before the fix is the empty patch's: no kept instance resolves there)
     gold        python -m reward.execute --instances WORK/validated --predictions gold ...
     official    the rows' `resolved_by` patches (each resolved under SWE-bench's own harness),
@@ -44,12 +44,14 @@ def _entries(row: dict[str, Any]) -> list[dict[str, str]]:
     return ast.literal_eval(value) if isinstance(value, str) else list(value)
 
 
-def _execute(work: Path, name: str, predictions: list[dict[str, str]], git: list[str], workers: int) -> dict[str, Any]:
+def _execute(
+    work: Path, name: str, predictions: list[dict[str, str]], repos: list[str], workers: int
+) -> dict[str, Any]:
     pred_path = work / f"{name}.json"
     pred_path.write_text(json.dumps(predictions))
     out = work / name
     args = ["reward.execute", "--instances", str(work / "validated"), "--predictions", str(pred_path)]
-    _run([*args, "--out", str(out), *git, "--workers", str(workers)], work / f"{name}.log")
+    _run([*args, "--out", str(out), *repos, f"reward.execution.num_runners={workers}"], work / f"{name}.log")
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
     return report
 
@@ -70,14 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         parser.error(f"--rows {args.rows}: no row of repository {args.repo!r}")
     (work / "rows.json").write_text(json.dumps(rows))
-    git = [x for g in args.git for x in ("--git", g)]
+    git = [x for g in args.git for x in ("--git", g)]  # data.swebench_exec's clones
+    repos = [
+        f"reward.execution.repos=[{','.join(repr(g) for g in args.git)}]"
+    ]  # the test-pool commands' (conf/overrides.py)
     start, summary = time.monotonic(), {"repo": args.repo, "rows": len(rows)}
     _run(["data.swebench_exec", "--rows", str(work / "rows.json"), *git, "--out", str(work / "converted"),
           "--overwrite"], work / "convert.log")  # fmt: skip
     converted = json.loads((work / "converted" / "_manifest.json").read_text())
     summary.update(converted=converted["instances"], convert_counts=converted["counts"], notes=converted["notes"])
-    _run(["data.validate", "--data", str(work / "converted"), "--out", str(work / "validated"), *git,
-          "--workers", str(args.workers), "--overwrite"], work / "validate.log")  # fmt: skip
+    _run(["data.validate", "--data", str(work / "converted"), "--out", str(work / "validated"), *repos,
+          f"reward.execution.num_runners={args.workers}", "--overwrite"], work / "validate.log")  # fmt: skip
     validated = json.loads((work / "validated" / "_manifest.json").read_text())
     summary.update(kept=validated["kept"], validate_counts=validated["counts"], validate_examples=validated["examples"])
     kept = set(validated["examples"].get("kept", []))
@@ -91,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     by_id = {r["instance_id"]: r for r in rows}
     gold = [{"instance_id": i, "model_name_or_path": "gold", "model_patch": by_id[i]["golden_patch"]} for i in kept]
-    report = _execute(work, "gold", gold, git, args.workers)
+    report = _execute(work, "gold", gold, repos, args.workers)
     summary.update(gold_resolved=report["resolved"], gold_run=report["completed"])
     rounds = max((len(_entries(by_id[i])) for i in kept), default=0)
     official: dict[str, Any] = {"run": 0, "resolved": 0, "not_resolved": [], "of_rows_not_kept": 0}
@@ -106,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in sorted(kept)
             if len(_entries(by_id[i])) > k
         ]
-        report = _execute(work, f"official-{k}", preds, git, args.workers)
+        report = _execute(work, f"official-{k}", preds, repos, args.workers)
         resolved = set(report.get("resolved_ids", []))
         official["run"] += len(preds)
         official["resolved"] += len(resolved)

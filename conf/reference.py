@@ -11,7 +11,8 @@ import dataclasses
 import inspect
 
 from conf import config
-from conf.eval import EvalConfig
+from conf.eval import RENAMED, EvalConfig, EvalRewardConfig
+from conf.overrides import CONTEXT_FLAGS, ENGINE_FLAGS, ENGINE_KEYS, FORMER_FLAGS, RayJoin
 
 SECTIONS = [
     ("", config.TrainConfig),
@@ -60,9 +61,43 @@ def render() -> str:
     rows += [
         "## `python -m actors.evaluate`",
         "",
-        "The evaluation command's keys (`key=value`; conf/eval.py `EvalConfig`, `--help`).",
+        "The evaluation command's keys (`key=value`; conf/eval.py `EvalConfig`, `--help`). The model, the",
+        "engines and the test-runner pool are training's own sections, every key of them as above:",
+        "`model.*`, `rollout.*` (but `rollout.mode`, `rollout.oracle_samples_per_group` and",
+        "`rollout.max_prompts_per_call`, which an evaluation does not read and refuses), `reward.execution.*`.",
         "",
         *_table("", EvalConfig),
+        *_table("reward", EvalRewardConfig),
+        *_table("ray", RayJoin),
+        "Former names, refused with the new one:",
+        "",
+        "| former key | key |",
+        "|---|---|",
+        *[f"| `{old}` | `{new}` |" for old, new in RENAMED.items()],
+        "",
+        "## The test-pool commands",
+        "",
+        "`python -m reward.execute`, `data.validate`, `data.inject` and `actors.replay` take every",
+        "`reward.execution.*` key and `ray.address` as `key=value` beside their flags (conf/overrides.py);",
+        "their former flags are refused with the new key:",
+        "",
+        "| former flag | key |",
+        "|---|---|",
+        *[f"| `{old}` | `{new}` |" for old, new in FORMER_FLAGS.items()],
+        "",
+        "## The data commands' engines",
+        "",
+        "`python -m data.build --context model` and `python -m data.inject --injector model` (or",
+        "`--issue-model`) start one engine: they take `model.name`, `model.dtype` and, of `rollout.*`,",
+        f"the keys that set one engine ({', '.join(f'`rollout.{k}`' for k in ENGINE_KEYS)};",
+        "data.build's greedy engine all but",
+        "`rollout.temperature` and `rollout.cpu_threads`), as `key=value` (conf/overrides.py). Their former flags:",
+        "",
+        "| former flag | key |",
+        "|---|---|",
+        *[f"| `{old}` (data.build) | `{new}` |" for old, new in CONTEXT_FLAGS.items()],
+        *[f"| `{old}` (data.inject) | `{new}` |" for old, new in ENGINE_FLAGS.items()],
+        "",
     ]
     return "\n".join(rows)
 

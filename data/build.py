@@ -5,7 +5,13 @@
     python -m data.build ... --workers 2          # mine in Ray tasks on a local Ray (127.0.0.1)
     python -m data.build ... --ray-address auto   # ... on an existing cluster
     python -m data.build ... --exclude-repos swebench.json   # no PR of SWE-bench's repositories
-    python -m data.build ... --context model      # relevant files chosen by a model (the paper's way)
+    python -m data.build ... --context model [model.name=M rollout.num_gpus=8 ...]
+                                                  # relevant files chosen by a model (the paper's way)
+
+The context model's engine takes training's keys as `key=value` (conf/overrides.py): `model.*`,
+and of `rollout.*` those that set one engine (ENGINE_KEYS; `rollout.max_prompts_per_call` is the
+questions per generate call, 64 here, `rollout.max_new_tokens` 128 here); the former
+`--context-model`, `--context-gpus`, ... flags are refused with their new keys.
 
 Prints progress while it runs and a table of counts per filter at the end; writes the shards
 and `_manifest.json` (data/shards.py). Bad input (not a repository, malformed JSON, a missing
@@ -32,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from actors.cluster.join import ray_session
+from conf import overrides
+from conf.config import ModelConfig, RolloutConfig
 from conf.errors import UserError, fail
 from conf.progress import Progress
 from data.git.pulls import merged_pull_requests
@@ -194,15 +202,23 @@ def _validate(cfg: BuildConfig) -> None:
 def _validate_context(c: ContextConfig) -> None:
     if c.mode not in MODES:
         raise InputError(f"context (--context) must be one of {', '.join(MODES)}, got {c.mode!r}")
-    for name in ("batch", "max_new_tokens", "max_tree_files", "max_text_chars", "tensor_parallel_size", "kv_cache_gib"):
+    keys = {
+        "batch": "rollout.max_prompts_per_call",
+        "max_new_tokens": "rollout.max_new_tokens",
+        "max_tree_files": "--context-max-tree-files",
+        "max_text_chars": "--context-max-text-chars",
+        "tensor_parallel_size": "rollout.tensor_parallel_size",
+        "kv_cache_gib": "rollout.kv_cache_gib",
+    }
+    for name, key in keys.items():
         if (value := getattr(c, name)) < 1:
-            raise InputError(f"context_{name} (--context-{name.replace('_', '-')}) must be >= 1, got {value}")
+            raise InputError(f"{key} must be >= 1, got {value}")
     if c.max_model_len <= c.max_new_tokens:
         raise InputError(
-            f"context_max_model_len must exceed context_max_new_tokens, got {c.max_model_len} <= {c.max_new_tokens}"
+            f"rollout.max_model_len must exceed rollout.max_new_tokens, got {c.max_model_len} <= {c.max_new_tokens}"
         )
     if c.gpus < 0:
-        raise InputError(f"context_gpus must be >= 0, got {c.gpus}")
+        raise InputError(f"rollout.num_gpus must be >= 0, got {c.gpus}")
 
 
 def resolve_sources(cfg: BuildConfig) -> list[dict[str, Any]]:
@@ -436,20 +452,13 @@ def _context_flags(grp: argparse._ArgumentGroup) -> None:
         dest="context_mode",
         choices=MODES,
         help="how the K relevant unchanged files are chosen: 'imports' (Python imports, no model) or "
-        f"'model' (ask --context-model; imports when it names nothing usable) (default: {d.mode})",
+        f"'model' (ask model.name; imports when it names nothing usable) (default: {d.mode})",
     )
+    # The engine's settings are training's keys (model.*, rollout.*: parse_args); these two are
+    # the questions' own.
     flags: list[tuple[str, type, str]] = [
-        ("model", str, "model for --context model: a known name or a Hugging Face directory"),
-        ("dtype", str, "the engine's weights dtype"),
-        ("batch", int, "questions per generate call"),
-        ("max-new-tokens", int, "answer length limit in tokens"),
-        ("max-model-len", int, "the engine's context length (longer questions are not asked)"),
         ("max-tree-files", int, "candidate files shown per question, nearest the changed files first"),
         ("max-text-chars", int, "characters of the issue and of the patch shown, each"),
-        ("gpus", float, "GPUs of the engine's Ray actor (builds on Ray only; 0 = CPU)"),
-        ("tensor-parallel-size", int, "vLLM tensor parallel size (GPU)"),
-        ("gpu-memory-utilization", float, "share of GPU memory vLLM may take"),
-        ("kv-cache-gib", int, "KV cache of a CPU engine, GiB"),
     ]
     for name, kind, what in flags:
         field_name = name.replace("-", "_")
@@ -463,8 +472,42 @@ def _context_flags(grp: argparse._ArgumentGroup) -> None:
         )
 
 
+def _engine_sections() -> dict[str, Any]:
+    """The context engine's `model` and `rollout` sections, defaults from ContextConfig."""
+    d = ContextConfig()
+    rollout = RolloutConfig(
+        max_new_tokens=d.max_new_tokens,
+        max_model_len=d.max_model_len,
+        num_gpus=d.gpus,
+        tensor_parallel_size=d.tensor_parallel_size,
+        gpu_memory_utilization=d.gpu_memory_utilization,
+        kv_cache_gib=d.kv_cache_gib,
+        max_prompts_per_call=d.batch,
+    )
+    return {"model": ModelConfig(name=d.model, dtype=d.dtype), "rollout": rollout}
+
+
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
-    ns = {k: v for k, v in vars(_parser().parse_args(argv)).items() if v is not None}
+    try:
+        argv = sys.argv[1:] if argv is None else argv
+        rest, typed = overrides.parse(
+            argv, PROG, _engine_sections(), overrides.CONTEXT_FLAGS, engine=overrides.GREEDY_ENGINE_KEYS
+        )
+    except UserError as exc:
+        fail(PROG, str(exc))
+    model, ro = typed["model"], typed["rollout"]
+    engine = {
+        "context_model": model.name,
+        "context_dtype": model.dtype,
+        "context_batch": ro.max_prompts_per_call,
+        "context_max_new_tokens": ro.max_new_tokens,
+        "context_max_model_len": ro.max_model_len,
+        "context_gpus": ro.num_gpus,
+        "context_tensor_parallel_size": ro.tensor_parallel_size,
+        "context_gpu_memory_utilization": ro.gpu_memory_utilization,
+        "context_kv_cache_gib": ro.kv_cache_gib,
+    }
+    ns = engine | {k: v for k, v in vars(_parser().parse_args(rest)).items() if v is not None}
     filter_fields = set(FilterConfig.__dataclass_fields__)
     filters = FilterConfig(**{k: v for k, v in ns.items() if k in filter_fields})
     context = ContextConfig(**{k.removeprefix("context_"): v for k, v in ns.items() if k.startswith("context_")})

@@ -1,7 +1,8 @@
 """`python -m data.validate`: run every instance's tests and keep those whose oracle fixes something.
 
-    python -m data.validate --data IN --out DIR [--git CLONE ...] [--environment JSON]
-        [--workers N | --ray-address ADDR] [--limit N] [--overwrite]
+    python -m data.validate --data IN --out DIR [reward.execution.repos=[CLONE,...]] [--environment JSON]
+        [reward.execution.num_runners=N | ray.address=ADDR] [--limit N] [--overwrite]
+        [reward.execution.*=...]
 
 For each instance with a test patch, its tests (the test files the test patch touches) run in
 the sandbox on the test-runner pool (reward/execution/pool.py) three times:
@@ -25,7 +26,7 @@ environments.py; `{}`: their own files and the project's interpreter, as the dem
 `derive`: each instance's own, derived from its snapshot at the base commit (`derive_spec`:
 its declared dependencies and test requirements, resolved as of its date, the oldest Python it
 supports that is installed). Without `--environment` they are derived when a clone is given
-(`--git`: mined instances of a real repository, whose code context alone is not the tree),
+(`reward.execution.repos`: mined instances of a real repository, whose code context alone is not the tree),
 and refused in one line naming `--environment` when none is. `_labels.json` beside the
 manifest has every instance's outcome, reason, FAIL_TO_PASS and PASS_TO_PASS, kept or not.
 Why a test fails is read from the harness's report stream: when no test turns from failing to
@@ -47,7 +48,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from actors.cluster.join import ray_session
-from conf import logs
+from conf import logs, overrides
 from conf.config import ExecutionConfig
 from conf.errors import UserError, fail
 from conf.io import write_text
@@ -158,18 +159,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="Parquet file or directory of instances, or 'demo'")
     parser.add_argument("--out", required=True, help="output directory: v3 shards and _manifest.json")
     parser.add_argument(
-        "--git", action="append", default=[], help="a local clone of a repository, or owner/name=PATH (repeatable)"
-    )
-    parser.add_argument(
         "--environment", default=None, help="EnvSpec JSON for instances that carry none, or 'derive' (each its own)"
     )
-    parser.add_argument("--workers", type=int, default=2, help="test runners on a local Ray (default 2)")
-    parser.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
     parser.add_argument("--limit", type=int, default=0, help="validate at most this many instances (0 = all)")
-    parser.add_argument("--wall-s", type=float, default=ExecutionConfig.wall_s, help="per test run")
-    parser.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --out")
-    args = parser.parse_args(argv)
+    parser.epilog = "and key=value overrides of reward.execution.* and ray.address, as in training (conf/overrides.py)"
+    try:
+        rest, cfg, ray_address = overrides.pool_config(sys.argv[1:] if argv is None else argv, parser.prog)
+    except UserError as exc:
+        fail(parser.prog, str(exc))
+    args = parser.parse_args(rest)
     logs.setup()
     try:
         derive = args.environment == "derive"
@@ -182,22 +181,21 @@ def main(argv: list[str] | None = None) -> int:
         instances = [i if i.environment else replace(i, environment=default_env.to_json()) for i in instances]
     bare = 0 if args.environment else sum(1 for i in instances if not i.environment and i.test_patch)
     if bare:
-        if not args.git:
+        if not cfg.repos:
             fail(
                 parser.prog,
-                f"{bare} of {len(instances)} instances carry no environment: give --git CLONE (each one's is "
-                "derived from its snapshot) or --environment (JSON, or 'derive')",
+                f"{bare} of {len(instances)} instances carry no environment: give reward.execution.repos=[CLONE] "
+                "(each one's is derived from its snapshot) or --environment (JSON, or 'derive')",
             )
-        log.info("[validate] %d instances carry no environment: derived from their snapshots (--git)", bare)
+        log.info(
+            "[validate] %d instances carry no environment: derived from their snapshots (reward.execution.repos)", bare
+        )
         derive = True
-    cfg = ExecutionConfig(
-        num_runners=args.workers, num_cpus=1.0, cache_dir=args.cache_dir, repos=args.git, wall_s=args.wall_s
-    )
     started = time.monotonic()
     if derive:
         instances = derive_environments(instances, cfg)
 
-    with ray_session(args.ray_address, max(args.workers, 1)):
+    with ray_session(ray_address, max(cfg.num_runners, 1)):
         pool = TestPool(cfg)
         labels = validate(instances, pool)
         stats = pool.stats()

@@ -1,7 +1,12 @@
 """`python -m reward.execute`: run predictions against instances' tests, SWE-bench's way.
 
-    python -m reward.execute --instances DATA --predictions FILE --out DIR [--git CLONE ...]
-        [--workers N | --ray-address ADDR] [--wall-s S] [--cache-dir DIR]
+    python -m reward.execute --instances DATA --predictions FILE --out DIR
+        [reward.execution.repos=[CLONE,...]] [reward.execution.num_runners=2 | ray.address=ADDR]
+        [reward.execution.wall_s=S] [reward.execution.cache_dir=DIR] [reward.execution.*=...]
+
+The pool's settings are training's keys (conf/overrides.py: every `reward.execution.*` and
+`ray.address`, as `key=value`); `--git`, `--workers`, `--wall-s`, `--cache-dir` and
+`--ray-address` are refused with their new names.
 
 DATA: a Parquet file or directory of the instance schema (v3: FAIL_TO_PASS, PASS_TO_PASS,
 environment), or `demo`. FILE: SWE-bench predictions, one object per line (JSONL) or a JSON
@@ -36,8 +41,7 @@ import time
 from pathlib import Path
 
 from actors.cluster.join import ray_session
-from conf import logs
-from conf.config import ExecutionConfig
+from conf import logs, overrides
 from conf.errors import UserError, fail
 from conf.io import write_text
 from data.loader import read_instances
@@ -53,14 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", required=True, help="Parquet file or directory of instances, or 'demo'")
     parser.add_argument("--predictions", required=True, help="SWE-bench predictions, JSONL or a JSON list")
     parser.add_argument("--out", required=True, help="directory for report.json and logs/")
-    parser.add_argument(
-        "--git", action="append", default=[], help="a local clone of a repository, or owner/name=PATH (repeatable)"
-    )
-    parser.add_argument("--workers", type=int, default=2, help="test runners on a local Ray (default 2)")
-    parser.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
-    parser.add_argument("--wall-s", type=float, default=ExecutionConfig.wall_s, help="per test run")
-    parser.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
-    args = parser.parse_args(argv)
+    parser.epilog = "and key=value overrides of reward.execution.* and ray.address, as in training"
+    try:
+        rest, cfg, ray_address = overrides.pool_config(sys.argv[1:] if argv is None else argv, parser.prog)
+    except UserError as exc:
+        fail(parser.prog, str(exc))
+    args = parser.parse_args(rest)
     logs.setup()
 
     try:
@@ -74,10 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     missing = [p["instance_id"] for p in predictions if p["instance_id"] not in instances]
     todo = [p for p in predictions if p["instance_id"] in instances and p["model_patch"].strip()]
     jobs = [TestJob(instances[p["instance_id"]], p["model_patch"], job_id=p["instance_id"]) for p in todo]
-    cfg = ExecutionConfig(num_runners=args.workers, cache_dir=args.cache_dir, repos=args.git, wall_s=args.wall_s)
     started = time.monotonic()
 
-    with ray_session(args.ray_address, max(args.workers, 1)):
+    with ray_session(ray_address, max(cfg.num_runners, 1)):
         pool = TestPool(cfg)
         runs = {run.job_id: run for run in pool.run(jobs, what="predictions")}
         pool.shutdown()

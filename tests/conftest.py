@@ -94,7 +94,8 @@ def injected(tmp_path_factory) -> tuple[Path, dict, subprocess.CompletedProcess]
     cmd = [sys.executable, "-m", "data.inject", "--data", "demo", "--out", str(out), "--limit", "2"]
     # A demo run takes ~0.5 s; the 10 s wall bounds the drawn bug that loops forever, with room
     # for a loaded machine (tests_run needs both kept bugs).
-    cmd += ["--per-instance", "3", "--workers", "0", "--wall-s", "10", "--cache-dir", str(cache)]
+    cmd += ["--per-instance", "3", "reward.execution.num_runners=0", "reward.execution.wall_s=10"]
+    cmd += [f"reward.execution.cache_dir={cache}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return out, json.loads((out / "_manifest.json").read_text()), proc

@@ -121,7 +121,7 @@ def test_evaluation_reports_resolution_when_the_instances_carry_tests(injected):
     from learner.models import resolve
 
     tiny = resolve(ModelConfig(name="tiny"))
-    args = [f"checkpoint={tiny}", f"data={injected[0]}", "--oracle", "samples=2", "limit=2"]
+    args = [f"model.name={tiny}", f"data={injected[0]}", "--oracle", "group_size=2", "limit=2"]
     report = oracle_context.evaluate(eval_config.parse_args(args))
     assert report.summary["tests"]["resolve_rate"] == 1.0 and report.summary["tests"]["resolved_any"] == 1.0
     assert report.summary["tests"]["test_runs"] == 2  # greedy and samples share one patch per instance

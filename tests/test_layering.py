@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "conf.eval",
             "conf.io",
             "conf.logs",
+            "conf.overrides",
             "conf.progress",
             "conf.reference",
             "conf.registry",

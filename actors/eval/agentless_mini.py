@@ -1,7 +1,7 @@
 """The paper's evaluation: Agentless Mini on whole repositories, resolved by the tests.
 
-    python -m actors.evaluate mode=agentless checkpoint=DIR data=PATH [git=CLONE ...]
-        [localize_top=3] [samples=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
+    python -m actors.evaluate mode=agentless model.name=DIR data=PATH [reward.execution.repos=[CLONE,...]]
+        [localize_top=3] [group_size=16] [repro_tests=4] [oracle_localize=true] [oracle_repair=true]
 
 Per instance that carries FAIL_TO_PASS (validated data; the others are counted and skipped):
 
@@ -9,7 +9,7 @@ Per instance that carries FAIL_TO_PASS (validated data; the others are counted a
                 base commit's Python sources, from the demo snapshot or a local clone) and names
                 the files to change; the first `localize_top` that exist are kept, the others
                 counted (data/context/file_picks.py). One greedy answer.
-    repair      `samples` answers in the training prompt (data/prompt.py, files shuffled) with
+    repair      `group_size` answers in the training prompt (data/prompt.py, files shuffled) with
                 the localized files whole, as many as fit `max_prompt_tokens`, in rank order;
                 edits applied (reward/apply.py), patches normalized and de-duplicated, votes
                 counted (reward/rerank.py)
@@ -30,8 +30,8 @@ resolution is the executor's (reward/execute.py's report over runner
 results): the regression run of a candidate is exactly the executor's job for it (the candidate
 and the test patch, every FAIL_TO_PASS and PASS_TO_PASS test), so it is run once and read twice.
 `best_candidate_resolve_rate` is the ceiling a perfect reranker would reach (any candidate
-resolves). Generation runs on the rollout fleet (`engines=N` rollout actors on Ray, started as
-the trainer starts them; `engines=0`: one engine in this process) and test runs on the
+resolves). Generation runs on the rollout fleet (`rollout.num_actors=N` rollout actors on Ray,
+started as the trainer starts them; 0: one engine in this process) and test runs on the
 test-runner pool, both on one Ray session (actors/eval/session.py), so the work scales with
 the cluster.
 
@@ -44,7 +44,8 @@ that used the fallback, baseline_failed: those whose original run failed, so not
 test_files run, candidates dropped), `report` (the executor's counts; report.json has its ids),
 `engines` (how many generated, where, restarts) and `seconds` per stage (engine_start,
 localize, repair, reproduce, repro_check, regression, regression_fallback, repro_on_candidates,
-total). `test_workers=0` runs the tests in this process; with `engines=0` too, nothing needs Ray.
+total). `reward.execution.num_runners=0` runs the tests in this process; with
+`rollout.num_actors=0` too, nothing needs Ray.
 
 Departures from the paper (Agentless Mini): one localization step (no related-element step),
 greedy; the regression fallback's test selection is an import graph (data/agentless/regression_tests.py),
@@ -169,13 +170,13 @@ def repair(cfg: EvalConfig, cases: list[Case], gen: Generator) -> None:
     for case in cases:
         if cfg.oracle_repair:  # no prompt is sent, so no prompt budget: every localized file
             case.context = {p: c for p in case.localized if (c := case.view.read(p)) is not None}
-            texts[case.iid] = [_oracle_text(case.instance)] * cfg.samples
+            texts[case.iid] = [_oracle_text(case.instance)] * cfg.group_size
             continue
         case.context, ids = repair_context(gen, case, cfg.seed)
         if ids is not None:
             prompts.append((case.iid, ids))
     if prompts:
-        answers = gen("repair", prompts, cfg.samples, cfg.temperature)
+        answers = gen("repair", prompts, cfg.group_size, cfg.rollout.temperature)
         texts |= dict(zip([k for k, _ in prompts], answers, strict=True))
     for case in cases:
         samples = texts.get(case.iid, [])
@@ -213,7 +214,7 @@ def write_repro_tests(cfg: EvalConfig, cases: list[Case], gen: Generator) -> lis
         ids = gen.encode(repro_messages(case.instance.problem_statement, files))
         if ids is not None:
             prompts.append((case, ids))
-    answers = gen("reproduce", [(c.iid, ids) for c, ids in prompts], cfg.repro_tests, cfg.temperature)
+    answers = gen("reproduce", [(c.iid, ids) for c, ids in prompts], cfg.repro_tests, cfg.rollout.temperature)
     written = []
     for (case, _), texts in zip(prompts, answers, strict=True):
         tests = [t for text in texts if (t := read_test_file(text)) is not None]
@@ -228,7 +229,7 @@ def write_repro_tests(cfg: EvalConfig, cases: list[Case], gen: Generator) -> lis
 def open_cases(cfg: EvalConfig) -> tuple[list[Case], dict[str, Any]]:
     """The split's validated instances (FAIL_TO_PASS) with a readable repository."""
     sel = Selection([], cfg.split if cfg.heldout_fraction > 0 else "all")
-    clones = clone_map(cfg.git)
+    clones = clone_map(cfg.reward.execution.repos)
     cases: list[Case] = []
     counts = {"unvalidated": 0, "no_repository": 0}
     for instance in split_instances(cfg, sel):
@@ -266,7 +267,7 @@ def _evaluate(
     timer = PhaseTimer()  # made first: its total is the whole evaluation's
     cases, selection = open_cases(cfg)
     log.info("[agentless] %d validated instances (%s)", len(cases), selection)
-    gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint), session)
+    gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.model.name), session)
     try:
         with timer("engine_start"):
             if cases and not (cfg.oracle_localize and cfg.oracle_repair and cfg.repro_tests == 0):
@@ -281,7 +282,7 @@ def _evaluate(
         gen.close()  # the engines' CPUs and GPUs go to the test runners; Ray stays up for them
     run_tests(cases, written, run_jobs, timer)
     filters = [rerank(case) for case in cases]
-    name = cfg.model_name or cfg.checkpoint
+    name = cfg.predictions_name or cfg.model.name
     predictions = [{"instance_id": c.iid, "model_name_or_path": name, "model_patch": _final_patch(c)} for c in cases]
     final_runs = {c.iid: c.runs[c.winner] for c in cases if c.winner is not None and c.runs[c.winner] is not None}
     harness = report(predictions, final_runs, [])
@@ -289,7 +290,7 @@ def _evaluate(
     # summary.json names a stage's seconds by the stage alone, as it always has.
     seconds = {k.removesuffix("_s"): v for k, v in timer.seconds.items()} | {"total": timer.total()}
     summary = {
-        "checkpoint": cfg.checkpoint,
+        "checkpoint": cfg.model.name,
         "data": cfg.data,
         "mode": "agentless",
         "oracle_localize": cfg.oracle_localize,

@@ -1,16 +1,17 @@
 """`python -m actors.evaluate mode=agent`: the policy as an agent, resolved by the tests.
 
-    python -m actors.evaluate mode=agent checkpoint=DIR data=PATH [git=CLONE ...] [limit=N]
-        [max_turns=20] [command_timeout_s=60] [engines=1] [test_workers=2]
+    python -m actors.evaluate mode=agent model.name=DIR data=PATH [reward.execution.repos=[CLONE,...]]
+        [limit=N] [max_turns=20] [command_timeout_s=60] [rollout.num_actors=1]
+        [reward.execution.num_runners=2]
 
 Per instance of the split that carries FAIL_TO_PASS (validated data; the others are counted and
 skipped): one greedy episode (temperature 0) in a sandbox session over the instance's snapshot
 in its environment, generated on the engines as training generates its episodes (the rollout
-actors' `run_episodes`: actors/agent/rollout.py; `engines=0`: one engine in this process), with
+actors' `run_episodes`: actors/agent/rollout.py; `rollout.num_actors=0`: one engine in this process), with
 the trainer's agent limits but `max_turns` and `command_timeout_s`, the context the engine's
-(`max_model_len`). The episode's final patch is its SWE-bench prediction, resolved by one fresh
-test run of that patch alone on the test-runner pool (`test_workers=0`: a Runner in this
-process); an empty patch is not run.
+(`rollout.max_model_len`). The episode's final patch is its SWE-bench prediction, resolved by one fresh
+test run of that patch alone on the test-runner pool (`reward.execution.num_runners=0`: a
+Runner in this process); an empty patch is not run.
 
 Writes predictions.jsonl (SWE-bench's fields), report.json (reward.execute's, with SWE-bench's
 field names), episodes.jsonl (every turn of every episode: replayable with actors.replay) and
@@ -32,7 +33,7 @@ from actors.agent.episode import task_messages, time_split
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
 from actors.rollout.actor import EpisodeTask, GenerationRequest, request_seed
-from conf.config import AgentConfig, ExecutionConfig
+from conf.config import AgentConfig
 from conf.eval import EvalConfig
 from conf.io import write_text
 from conf.progress import Progress
@@ -64,10 +65,12 @@ def evaluate(cfg: EvalConfig) -> tuple[dict[str, Any], list[dict[str, str]], lis
 
     started = time.monotonic()
     chosen, counts = instances(cfg)
-    tokenizer = AutoTokenizer.from_pretrained(cfg.checkpoint)
-    agent = AgentConfig(max_turns=cfg.max_turns, command_timeout_s=cfg.command_timeout_s, max_tokens=cfg.max_model_len)
-    execution = ExecutionConfig(repos=list(cfg.git))
-    name = cfg.model_name or cfg.checkpoint
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model.name)
+    agent = AgentConfig(
+        max_turns=cfg.max_turns, command_timeout_s=cfg.command_timeout_s, max_tokens=cfg.rollout.max_model_len
+    )
+    execution = cfg.reward.execution
+    name = cfg.predictions_name or cfg.model.name
     seconds: dict[str, float] = {}
     with EvalSession(cfg) as session:
         begin = time.monotonic()

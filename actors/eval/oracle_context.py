@@ -1,11 +1,12 @@
 """The quick proxy the paper also reports (`mode=oracle_context`, the default of
 `python -m actors.evaluate`): greedy and sampled answers to held-out issues, the model handed
-the oracle's files, scored by the SWE-RL reward.
+the files the oracle patch changes, scored by the SWE-RL reward. Being given those files is
+most of what SWE-bench tests, so these figures are not a SWE-bench score (mode=agentless is).
 
 The instances are those the trainer holds out with the same `heldout_fraction` (the hash rule
 of data.loader.is_heldout; `split=train` gives the others), or all of them when the fraction
 is 0 (actors/eval/instances.py); prompts are built as in training (data.prompt) and those over
-`max_prompt_tokens` are dropped and counted. One greedy answer and `samples` sampled ones per
+`max_prompt_tokens` are dropped and counted. One greedy answer and `group_size` sampled ones per
 instance, generated on the session's engines (actors/eval/session.py).
 
 Reported, for greedy and for sampled answers (summary.json):
@@ -81,7 +82,7 @@ def generate_texts(session: EvalSession, items: list[PromptItem]) -> tuple[list[
     """Greedy and sampled answers, on the session's engines (the trainer's engine set-up)."""
     prompts = [(it.instance_id, it.prompt_ids) for it in items]
     greedy = [texts[0] for texts in session.generate("greedy", prompts, 1, 0.0)]
-    return greedy, session.generate("sampled", prompts, session.cfg.samples, session.cfg.temperature)
+    return greedy, session.generate("sampled", prompts, session.cfg.group_size, session.cfg.rollout.temperature)
 
 
 # -- scoring and patches ------------------------------------------------------------------------
@@ -172,7 +173,7 @@ def evaluate(cfg: EvalConfig) -> EvalReport:
 def _evaluate(cfg: EvalConfig, session: EvalSession) -> EvalReport:
 
     start = time.perf_counter()
-    sel = select_items(cfg, AutoTokenizer.from_pretrained(cfg.checkpoint))
+    sel = select_items(cfg, AutoTokenizer.from_pretrained(cfg.model.name))
     log.info(
         "[eval] %d instances (split %s; %d prompts over %d tokens dropped)",
         len(sel.items),
@@ -182,18 +183,18 @@ def _evaluate(cfg: EvalConfig, session: EvalSession) -> EvalReport:
     )
     if cfg.oracle:
         greedy = oracle_texts(sel.items)
-        sampled = [[text] * cfg.samples for text in greedy]
+        sampled = [[text] * cfg.group_size for text in greedy]
     else:
         greedy, sampled = generate_texts(session, sel.items) if sel.items else ([], [])
         session.close_engines()  # their CPUs and GPUs go to the test runners
-    name = cfg.model_name or ("oracle" if cfg.oracle else cfg.checkpoint)
+    name = cfg.predictions_name or ("oracle" if cfg.oracle else cfg.model.name)
     report = EvalReport({})
     greedy_outcomes, sampled_outcomes, roundtrip_failures = [], [], 0
     for item, text, texts in zip(sel.items, greedy, sampled, strict=True):
         context, oracle = item.instance.code_context, item.instance.oracle_new_content
         diffs = oracle_diffs(context, oracle)
-        g = score(context, oracle, diffs, text, cfg.max_pair_seconds)
-        s = [score(context, oracle, diffs, t, cfg.max_pair_seconds) for t in texts]
+        g = score(context, oracle, diffs, text, cfg.reward.max_pair_seconds)
+        s = [score(context, oracle, diffs, t, cfg.reward.max_pair_seconds) for t in texts]
         patch = model_patch(item.instance, g.new_content)
         roundtrip_failures += not patch_roundtrips(item.instance, patch, g.new_content)
         greedy_outcomes.append(g)
@@ -209,7 +210,7 @@ def _evaluate(cfg: EvalConfig, session: EvalSession) -> EvalReport:
     new_files = [[o.new_content for o in s] for s in sampled_outcomes]
     tests = resolutions(cfg, sel.items, report.predictions, new_files, session.run_jobs)
     report.summary = {
-        "checkpoint": cfg.checkpoint,
+        "checkpoint": cfg.model.name,
         "data": cfg.data,
         "split": sel.split,
         "mode": "oracle" if cfg.oracle else "model",
@@ -219,7 +220,7 @@ def _evaluate(cfg: EvalConfig, session: EvalSession) -> EvalReport:
         "patch_roundtrip_failures": roundtrip_failures,
         "greedy": rates(greedy_outcomes),
         "sampled": sampled_rates(sampled_outcomes)
-        | {"samples_per_instance": cfg.samples, "temperature": cfg.temperature},
+        | {"samples_per_instance": cfg.group_size, "temperature": cfg.rollout.temperature},
         **({"tests": tests} if tests else {}),
         "engines": session.engines_used,
         "config": asdict(cfg),

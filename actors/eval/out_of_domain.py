@@ -1,8 +1,8 @@
 """`python -m actors.evaluate mode=ood suite=NAME[,NAME...]`: the paper's Table 3, zero-shot.
 
-    python -m actors.evaluate mode=ood suite=humaneval checkpoint=DIR [samples=N temperature=T]
-        [limit=K] [engines=1] [test_workers=2] [out=runs/ood]
-    python -m actors.evaluate mode=ood suite=humaneval_plus,mbpp_plus data=DIR checkpoint=DIR
+    python -m actors.evaluate mode=ood suite=humaneval model.name=DIR [group_size=N rollout.temperature=T]
+        [limit=K] [rollout.num_actors=1] [reward.execution.num_runners=2] [out=runs/ood]
+    python -m actors.evaluate mode=ood suite=humaneval_plus,mbpp_plus data=DIR model.name=DIR
     python -m actors.evaluate mode=ood suite=humaneval oracle=true          # grader self-check
     python -m actors.evaluate mode=ood suite=humaneval samples_file=samples.jsonl  # grade only
 
@@ -12,15 +12,16 @@ suite here is registered by name (actors/eval/ood/: its loader, prompt and grade
 is the set's published file, downloaded once (HumanEval's comes with its PyPI package).
 
 Answers: one greedy answer per problem (pass@1 as the paper reports it), generated on the
-engines as the other modes generate (actors/eval/session.py: `engines=N` rollout actors, or 0
-for one engine in this process); with `samples=N` also N sampled ones at `temperature`, from
+engines as the other modes generate (actors/eval/session.py: `rollout.num_actors=N` rollout
+actors, or 0 for one engine in this process); with `group_size=N` also N sampled ones at
+`rollout.temperature`, from
 which pass@k is estimated for k <= N (actors/eval/ood/passk.py). `oracle=true` grades each
 problem's reference solution instead (HumanEval: all 164 must pass: a check of the loader,
 the grader and the sandbox); `samples_file=PATH` grades answers made elsewhere, in evalplus's
 samples.jsonl form (`task_id` and `solution`: the whole code, or `completion`: the text after
 the prompt; `answer` for the suites that are not code), each row a sample.
 
-Code answers run in the namespace sandbox, `test_workers` at a time (actors/eval/ood/programs.py).
+Code answers run in the namespace sandbox, `reward.execution.num_runners` at a time (actors/eval/ood/programs.py).
 
 Writes, under `out`: summary.json (per suite: metric, score and its standard error, pass@k,
 counts: problems, answered, extracted, passed, timed_out; other gradings (MATH's lenient);
@@ -41,7 +42,7 @@ from actors.eval.ood.passk import mean_and_stderr, pass_at_ks
 from actors.eval.ood.programs import ProgramRunner
 from actors.eval.ood.suite import read_jsonl
 from conf.errors import UserError, fail
-from conf.eval import EvalConfig
+from conf.eval import EvalConfig, needs_model
 from conf.io import write_text
 from data.prompt import encode_prompt
 
@@ -75,10 +76,12 @@ def samples_from_file(path: str, problems: list[Problem]) -> dict[str, list[str]
 def _generate(cfg: EvalConfig, name: str, problems: list[Problem], session: Any) -> tuple[list[str], list[list[str]]]:
     from transformers import AutoTokenizer  # only a generating run needs the checkpoint's tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(cfg.checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model.name)
     prompts = [(p.pid, encode_prompt(tokenizer, p.messages)) for p in problems]
     greedy = [texts[0] for texts in session.generate(f"{name}/greedy", prompts, 1, 0.0)]
-    sampled = session.generate(f"{name}/sampled", prompts, cfg.samples, cfg.temperature) if cfg.samples else []
+    sampled = (
+        session.generate(f"{name}/sampled", prompts, cfg.group_size, cfg.rollout.temperature) if cfg.group_size else []
+    )
     return greedy, sampled
 
 
@@ -161,7 +164,7 @@ def evaluate(cfg: EvalConfig) -> tuple[dict[str, Any], list[dict]]:
 
     names = suite_names(cfg)
     started = time.monotonic()
-    runner = ProgramRunner(workers=max(1, cfg.test_workers))
+    runner = ProgramRunner(workers=max(1, cfg.reward.execution.num_runners))
     suites: dict[str, Any] = {}
     rows: list[dict] = []
     with EvalSession(cfg) as session:
@@ -174,11 +177,11 @@ def evaluate(cfg: EvalConfig) -> tuple[dict[str, Any], list[dict]]:
     answers = "oracle" if cfg.oracle else ("samples_file" if cfg.samples_file else "generated")
     summary = {
         "mode": "ood",
-        "checkpoint": cfg.checkpoint,
+        "checkpoint": cfg.model.name if needs_model(cfg) else "",
         "answers": answers,
-        "samples_per_problem": cfg.samples,
-        "temperature": cfg.temperature if cfg.samples else 0.0,
-        "max_new_tokens": cfg.max_new_tokens,
+        "samples_per_problem": cfg.group_size,
+        "temperature": cfg.rollout.temperature if cfg.group_size else 0.0,
+        "max_new_tokens": cfg.rollout.max_new_tokens,
         "suites": suites,
         "seconds": round(time.monotonic() - started, 3),
         "engines": engines_used if answers == "generated" else None,

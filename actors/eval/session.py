@@ -3,12 +3,12 @@
 Both modes of `python -m actors.evaluate` (oracle_context and agentless) generate through
 `EvalSession.generate` and run tests through `EvalSession.run_jobs`:
 
-    engines       `engines=N` rollout actors on Ray, started as the trainer starts them
-                  (actors/rollout/engines.py, actors/rollout/fleet.py), or `engines=0`: one worker in this
-                  process. A stage's requests are all queued at once, so N engines share it.
-    test runners  `test_workers=N` runners of the test-runner pool (reward/execution/pool.py), or 0
-                  (agentless only): one Runner in this process.
-    Ray           started (a local cluster on 127.0.0.1) or joined (`ray_address`, or
+    engines       `rollout.num_actors=N` rollout actors on Ray, started as the trainer starts them
+                  (actors/rollout/engines.py, actors/rollout/fleet.py), or `rollout.num_actors=0`: one
+                  worker in this process. A stage's requests are all queued at once, so N engines share it.
+    test runners  `reward.execution.num_runners=N` runners of the test-runner pool
+                  (reward/execution/pool.py), or 0 (agentless and agent only): one Runner in this process.
+    Ray           started (a local cluster on 127.0.0.1) or joined (`ray.address`, or
                   RAY_ADDRESS under `ray job submit`) when the engines or the pool first need
                   it, and shut down once, at the end. The engines are shut down as soon as
                   generation is done, so their CPUs and GPUs are free for the test runs.
@@ -20,6 +20,7 @@ two rollout actors against one engine in this process).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from contextlib import ExitStack
@@ -29,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from actors.cluster.join import ray_session
 from actors.rollout.actor import GenerationRequest, request_seed
 from actors.rollout.engines import Engines, engine_device
-from conf.config import ExecutionConfig, RolloutConfig, engine_config
 from conf.progress import Progress
 from conf.runtime import Runtime
 from reward.execution.pool import TestPool
@@ -47,7 +47,8 @@ PROMPTS_PER_CALL = 64
 
 def local_cpus(cfg: EvalConfig) -> int:
     """Logical CPUs of a local cluster: the engines' and the test runners' reservations."""
-    need = cfg.engines * RolloutConfig.num_cpus + cfg.test_workers * ExecutionConfig.num_cpus
+    ro, ex = cfg.rollout, cfg.reward.execution
+    need = ro.num_actors * ro.num_cpus + ex.num_runners * ex.num_cpus
     return max(1, math.ceil(need))
 
 
@@ -58,13 +59,13 @@ class EvalSession:
         self.stack = ExitStack()
         self.on_ray = False
         self.engines: Engines | None = None
-        self.engines_used: dict[str, Any] = {"engines": cfg.engines}  # summary.json's record
+        self.engines_used: dict[str, Any] = {"engines": cfg.rollout.num_actors}  # summary.json's record
         self.pool: TestPool | None = None
         self.runner: Runner | None = None
 
     def _ray(self) -> None:
         if not self.on_ray:
-            self.stack.enter_context(ray_session(self.cfg.ray_address, local_cpus(self.cfg)))
+            self.stack.enter_context(ray_session(self.cfg.ray.address, local_cpus(self.cfg)))
             self.on_ray = True
 
     # -- generation -------------------------------------------------------------------------------
@@ -72,23 +73,14 @@ class EvalSession:
     def start_engines(self) -> Engines:
         if self.engines is None:
             cfg = self.cfg
-            if cfg.engines:
+            if cfg.rollout.num_actors:
                 self._ray()
-            device = engine_device(cfg.engines, cfg.engine_gpus)
-            run = Runtime(cfg.checkpoint, cfg.dtype, cfg.seed, device, timeout_s=cfg.timeout_s)
-            # Greedy or sampled is per request (generate's temperature); top_p applies to sampled ones.
-            rollout = engine_config(
-                temperature=cfg.temperature,
-                top_p=cfg.top_p,
-                max_new_tokens=cfg.max_new_tokens,
-                max_model_len=cfg.max_model_len,
-                num_gpus=cfg.engine_gpus,
-                tensor_parallel_size=cfg.tensor_parallel_size,
-                gpu_memory_utilization=cfg.gpu_memory_utilization,
-                kv_cache_gib=cfg.kv_cache_gib,
-                max_prompts_per_call=PROMPTS_PER_CALL,
-            )
-            self.engines = Engines(rollout, run, count=cfg.engines, name="eval")
+            device = engine_device(cfg.rollout.num_actors, cfg.rollout.num_gpus)
+            run = Runtime(cfg.model.name, cfg.model.dtype, cfg.seed, device, timeout_s=cfg.timeout_s)
+            # Training's rollout section as it is; greedy or sampled is per request (generate's
+            # temperature), top_p applies to sampled ones.
+            rollout = dataclasses.replace(cfg.rollout, max_prompts_per_call=PROMPTS_PER_CALL)
+            self.engines = Engines(rollout, run, count=cfg.rollout.num_actors, name="eval")
             log.info("[eval] %s", self.engines.describe())
         return self.engines
 
@@ -112,11 +104,11 @@ class EvalSession:
     # -- tests ------------------------------------------------------------------------------------
 
     def run_jobs(self, jobs: list[TestJob], what: str) -> list[TestRun]:
-        """The jobs' results in order, on the pool (or, test_workers=0, one Runner here)."""
+        """The jobs' results in order, on the pool (or, reward.execution.num_runners=0, one Runner here)."""
         if not jobs:
             return []
-        exec_cfg = ExecutionConfig(num_runners=max(self.cfg.test_workers, 1), repos=list(self.cfg.git))
-        if self.cfg.test_workers == 0:
+        exec_cfg = self.cfg.reward.execution
+        if exec_cfg.num_runners == 0:
             self.runner = self.runner or Runner(exec_cfg)
             return [self.runner.run(job) for job in jobs]
         if self.pool is None:

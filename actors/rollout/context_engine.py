@@ -4,8 +4,8 @@ data/context/question.py writes the questions (which unchanged files are relevan
 its changed files) and reads the answers; this puts them to a model through the trainer's own
 engine set-up, through the same `Engines` as evaluation (actors/rollout/engines.py). When the build
 runs on Ray (`--workers`, `--ray-address`) the engine is one rollout actor (a fleet of one), so
-on a cluster it lands on a GPU node (`--context-gpus`); otherwise it runs in this process. Each
-call sends a whole batch of questions (`--context-batch`: one generate call), which vLLM
+on a cluster it lands on a GPU node (`rollout.num_gpus`); otherwise it runs in this process. Each
+call sends a whole batch of questions (`rollout.max_prompts_per_call`: one generate call), which vLLM
 schedules together; a question whose prompt does not fit the engine's context (max_model_len -
 max_new_tokens) is not sent and comes back as None.
 """

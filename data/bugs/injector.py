@@ -21,9 +21,10 @@ issue text the failing tests' report (their names and first failure lines: what 
 tells an engineer; it never names the fix). Every rejection has a reason (`BugOutcome.reason`).
 
 An instance whose snapshot is its files (EnvSpec.snapshot "files": the demo set) carries its
-buggy tree as its code context. A repository at a commit (repository.py: `--git`) carries it as
-a commit of its clone; a mined instance's fixed code is no commit of its clone, so `--data` of
-git instances is refused (`git_snapshot`: give the repository with `--git`).
+buggy tree as its code context. A repository at a commit (repository.py: a clone of
+reward.execution.repos) carries it as a commit of its clone; a mined instance's fixed code is no
+commit of its clone, so `--data` of git instances is refused (`git_snapshot`: give the
+repository as a clone, reward.execution.repos).
 
 This module is the injector's logic, pure: the draws, the trees, the proof and the instance.
 The runs themselves (test jobs on the test-runner pool) are proof.py's, beside it; the

@@ -78,7 +78,7 @@ class InProcess:
         return out
 
 
-Source = Instance | GitSource  # an instance's fixed code (--data) or a repository at a commit (--git)
+Source = Instance | GitSource  # an instance's fixed code (--data) or a repository at a commit (a clone)
 
 
 def instance_of(source: Source) -> Instance:
@@ -159,7 +159,7 @@ def inject(
         if isinstance(source, GitSource):
             usable.append(source)
         elif spec.snapshot != "files":
-            why = "a git instance's fixed code is no commit: give its repository with --git"
+            why = "a git instance's fixed code is no commit: give its clone, reward.execution.repos=[OWNER/NAME=CLONE]"
             outcomes.append(BugOutcome(None, inst.instance_id, "git_snapshot", detail=why))
         elif not inst.test_patch:
             outcomes.append(BugOutcome(None, inst.instance_id, "no_tests"))

@@ -1,8 +1,8 @@
 """Working code read from a clone at a commit, and the bug as a commit of that clone.
 
-`python -m data.inject --git owner/name=CLONE --commit REF` needs no pull request: the source
-is the repository at REF. Its Python sources outside test folders (`--paths` narrows them: a
-src/ layout's package) are the files the rules injector may change; its test files (test_*.py,
+`python -m data.inject reward.execution.repos=[owner/name=CLONE] --commit REF` needs no pull
+request: the source is the repository at REF. Its Python sources outside test folders (`--paths`
+narrows them: a src/ layout's package) are the files the rules injector may change; its test files (test_*.py,
 *_test.py under any folder) are the suite whose passing tests are the baseline. The source is an
 `Instance` with those sources as its code context, no oracle and no test patch, so the
 injector's draws and trees (injector.py) take it as they take a demo instance.

@@ -1,13 +1,15 @@
 """`python -m data.inject`: validated instances made by injecting bugs into working code.
 
-    python -m data.inject --git OWNER/NAME=CLONE [--commit REF] [--paths src/pkg] --out DIR
-        [--per-repo 4] [--environment derive|JSON] [--relevant-files 3] ...
+    python -m data.inject "reward.execution.repos=['OWNER/NAME=CLONE',...]" [--commit REF] [--paths src/pkg]
+        --out DIR [--per-repo 4] [--environment derive|JSON] [--relevant-files 3] ...
     python -m data.inject --data demo --out DIR [--per-instance 4] [--limit N] ...
         ... [--combine 1] [--seed 0] [--operators binop,compare,...] [--near-dup-threshold 0.8]
-        [--injector rules|model [--model M]] [--issue-model [M]]
-        [--workers 2 | --ray-address ADDR] [--wall-s 30] [--overwrite]
+        [--injector rules|model [model.name=M rollout.temperature=1.0 rollout.max_new_tokens=1024]]
+        [--issue-model [M]]
+        [reward.execution.num_runners=2 | ray.address=ADDR] [reward.execution.wall_s=30] [--overwrite]
 
-The working code is a repository at a commit (`--git`, data/bugs/repository.py: its Python
+The working code is a repository at a commit (`reward.execution.repos`, the clones, as the
+training schema names them; data/bugs/repository.py: its Python
 sources outside test folders, or under `--paths`; its test files are the suite, run in the
 environment its commit declares, derived as data.validate derives it) or each instance of
 `--data` after its fix, with its test patch (an instance whose snapshot is its files: the demo
@@ -24,22 +26,28 @@ test file), and keeps those the tests prove:
                test pass again (every file matters)
     instances  the same bug twice is kept once (an identical patch, or a near copy by
                data.build's rule over the issue text and the patch: `--near-dup-threshold`);
-               with --git the bug is committed into the clone (refs/swe-rl/inject/<id>) and is
+               with a clone the bug is committed into the clone (refs/swe-rl/inject/<id>) and is
                the instance's base commit
 
 Kept instances are schema-v3 Parquet shards under `--out` that every reward kind and evaluation
-mode takes (`problem_source` "injected:rules:<ops>"; an instance of `--git` has no test patch:
+mode takes (`problem_source` "injected:rules:<ops>"; an instance of a clone has no test patch:
 its tests are the files its labels name, already at its commit, and the runners need the clone,
 `reward.execution.repos=[OWNER/NAME=CLONE]`). Their issue is the failing tests' report, or with
 `--issue-model` a user's bug report a model writes from it (data/bugs/issues.py: kept only when
-it quotes no line of the fix; else the test report stays, counted under `issues`).
+it quotes no line of the fix; else the test report stays, counted under `issues`). The model
+injector's engine takes training's keys (`model.*`, and of `rollout.*` those that set one
+engine: conf/overrides.py ENGINE_KEYS); `--model`, `--temperature`, `--max-new-tokens` are
+refused with their new names.
 `_manifest.json` has the funnel (sources, baselines, candidates, kept, each rejection reason
 with examples) and the seconds per stage.
 
-Tests run in the sandbox on the test-runner pool (`--workers` runners on a local Ray, or the
-cluster at `--ray-address`), or `--workers 0` one by one in this process. `--wall-s` bounds
-each run: a bug that loops forever costs that much, twice, and is rejected (`run_failed`). The
-injector's logic is data/bugs/injector.py and repository.py; this command runs its tests
+Tests run in the sandbox on the test-runner pool (`reward.execution.num_runners` runners on a
+local Ray, or the cluster at `ray.address`), or `reward.execution.num_runners=0` one by one in
+this process: training's keys, as `key=value` (conf/overrides.py: every `reward.execution.*`;
+`--git`, `--workers`, `--wall-s`, `--cache-dir`, `--ray-address` are refused with their new
+names). `reward.execution.wall_s` (here 30 s unless given, not training's 300) bounds each run:
+a bug that loops forever costs that much, twice, and is rejected (`run_failed`). The injector's
+logic is data/bugs/injector.py and repository.py; this command runs its tests
 (`inject`: baseline, bug and inverse-check runs on `pool`, anything with `run(jobs, what) ->
 runs` in order: the test-runner pool, or `InProcess(Runner)`).
 """
@@ -53,13 +61,13 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from actors.cluster.join import ray_session
-from conf import logs
-from conf.config import ExecutionConfig, ModelConfig
+from conf import logs, overrides
+from conf.config import ExecutionConfig, ModelConfig, RolloutConfig
 from conf.errors import UserError, fail
 from data.bugs.injector import BugOutcome
 from data.bugs.issues import IssueReport, write_reports
@@ -81,7 +89,7 @@ EXAMPLES = 5  # per reason, in the manifest
 def git_sources(
     entries: Sequence[str], commit: str, paths: tuple[str, ...], cfg: ExecutionConfig, environment: str = "derive"
 ) -> list[GitSource]:
-    """Each `--git` repository at `commit` in `environment`: "derive", the one its snapshot
+    """Each clone (reward.execution.repos) at `commit` in `environment`: "derive", the one its snapshot
     declares there (derive_spec, as data.validate derives one: its dependencies as of the
     commit's date), or an EnvSpec as JSON (its snapshot is always the commit)."""
     given = None
@@ -95,27 +103,39 @@ def git_sources(
     for entry in entries:
         name, clone = parse_clone(entry)
         if name is None:
-            raise UserError(f"--git {entry}: name the repository, as owner/name=CLONE")
+            raise UserError(f"reward.execution.repos: {entry}: name the repository, as owner/name=CLONE")
         try:
             source = read_source(name, clone, commit, paths)
             snapshot = snapshots.path(source.instance, EnvSpec(snapshot="git"))
         except (GitError, ValueError, SnapshotUnavailable) as exc:
-            raise UserError(f"--git {entry}: {exc}") from None
+            raise UserError(f"reward.execution.repos: {entry}: {exc}") from None
         spec = given or derive_spec(snapshot, source.instance.created_at, source.instance.repo)
         out.append(replace(source, instance=replace(source.instance, environment=spec.to_json())))
     return out
 
 
-def _engine(model: str, args: argparse.Namespace, on_ray: bool) -> Any:
+def _engine(model: str, engine: Engine, on_ray: bool) -> Any:
     """A model that writes bugs or bug reports: one engine (a rollout actor when on Ray), as
     data.build's `--context model` starts one."""
     # The engine (actors/rollout/: torch and vLLM): only the model's stages need it, so a
     # rules run never imports vLLM.
     from actors.rollout.context_engine import ContextEngine
-    from data.mining.context_step import ContextConfig
 
-    model_cfg = ContextConfig(mode="model", model=model, max_new_tokens=args.max_new_tokens, batch=64)
-    return ContextEngine(model, model_cfg.engine(), dtype=model_cfg.dtype, seed=args.seed, on_ray=on_ray)
+    return ContextEngine(model, engine.rollout, dtype=engine.model.dtype, seed=engine.seed, on_ray=on_ray)
+
+
+@dataclass
+class Engine:
+    """The model injector's engine, in training's names (`model.*`, `rollout.*` overrides)."""
+
+    model: ModelConfig
+    rollout: RolloutConfig
+    seed: int
+
+
+# The engine's defaults where they differ from training's: long answers (a bug is SEARCH/REPLACE
+# edits with their context), 64 prompts a call.
+ENGINE_DEFAULTS = RolloutConfig(max_new_tokens=1024, max_prompts_per_call=64)
 
 
 def _with_reports(outcomes: list[BugOutcome], engine: Any) -> tuple[list[BugOutcome], list[IssueReport]]:
@@ -141,28 +161,23 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m data.inject",
         description=__doc__.split("\n\n")[0],
-        epilog="Give --data (instances' fixed code) or --git (repositories at --commit).",
+        epilog="Give --data (instances' fixed code) or reward.execution.repos=[OWNER/NAME=CLONE,...] (repositories "
+        "at --commit: each clone, plain or bare, its tests the baseline); and key=value overrides of "
+        "reward.execution.* and ray.address, as in training (conf/overrides.py).",
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument(
+    p.add_argument(
         "--data", help="validated instances whose snapshot is their files: a Parquet file or directory, or 'demo'"
     )
-    src.add_argument(
-        "--git",
-        action="append",
-        metavar="OWNER/NAME=CLONE",
-        help="a repository's clone (plain or bare; repeatable): its code at --commit, its tests the baseline",
-    )
-    p.add_argument("--commit", default="HEAD", help="with --git: the commit (a ref or id) to break (default HEAD)")
+    p.add_argument("--commit", default="HEAD", help="with clones: the commit (a ref or id) to break (default HEAD)")
     p.add_argument(
         "--paths",
         default="",
-        help="with --git: comma-separated folders whose Python files may change (default: all code)",
+        help="with clones: comma-separated folders whose Python files may change (default: all code)",
     )
     p.add_argument(
         "--environment",
         default="derive",
-        help="with --git: 'derive' (the one the commit declares, as data.validate derives it) or an EnvSpec as JSON",
+        help="with clones: 'derive' (the one the commit declares, as data.validate derives it) or an EnvSpec as JSON",
     )
     p.add_argument("--out", required=True, help="output directory: v3 shards and _manifest.json")
     p.add_argument(
@@ -171,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="per_source",
         type=int,
         default=4,
-        help="bugs drawn per instance (--data) or per repository (--git) (default 4)",
+        help="bugs drawn per instance (--data) or per repository (clones) (default 4)",
     )
     p.add_argument("--combine", type=int, default=1, help="mutations per bug (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seeds the draws (default 0)")
@@ -183,24 +198,13 @@ def _parser() -> argparse.ArgumentParser:
         help="who writes the bugs: rules (seeded AST mutations) or model (the policy, as SEARCH/REPLACE edits)",
     )
     p.add_argument(
-        "--model",
-        default=ModelConfig.name,
-        help=f"with --injector model: a known name or a HF directory (default {ModelConfig.name})",
-    )
-    p.add_argument(
-        "--temperature", type=float, default=1.0, help="with --injector model: sampling temperature (default 1.0)"
-    )
-    p.add_argument(
-        "--max-new-tokens", type=int, default=1024, help="with --injector model: answer length limit (default 1024)"
-    )
-    p.add_argument(
         "--issue-model",
         nargs="?",
         const="",
         default=None,
         metavar="NAME_OR_DIR",
         help="a model writes each kept bug's issue as a user's bug report from the failing tests' report "
-        "(greedy; alone: --model's); a report that quotes a line of the fix keeps the test report",
+        "(greedy; alone: model.name's); a report that quotes a line of the fix keeps the test report",
     )
     p.add_argument(
         "--near-dup-threshold",
@@ -213,33 +217,40 @@ def _parser() -> argparse.ArgumentParser:
         "--relevant-files",
         type=int,
         default=3,
-        help="with --git: unchanged files added to each code context (default 3)",
+        help="with clones: unchanged files added to each code context (default 3)",
     )
-    p.add_argument("--workers", type=int, default=2, help="test runners on a local Ray; 0 = in this process")
-    p.add_argument("--ray-address", default="", help="join this Ray cluster instead of starting one")
     p.add_argument("--limit", type=int, default=0, help="with --data: use at most this many instances (0 = all)")
-    p.add_argument("--wall-s", type=float, default=30.0, help="wall clock of one test run (default 30)")
-    p.add_argument("--cache-dir", default=ExecutionConfig.cache_dir, help="environments and snapshots")
     p.add_argument("--overwrite", action="store_true", help="replace a dataset already in --out")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:  # a short wall clock per run: a bug that loops forever costs it twice
+        base = ExecutionConfig(wall_s=30.0)
+        sections = overrides.pool_sections(base) | {"model": ModelConfig(), "rollout": ENGINE_DEFAULTS}
+        former = overrides.FORMER_FLAGS | overrides.ENGINE_FLAGS
+        argv = sys.argv[1:] if argv is None else argv
+        rest, typed = overrides.parse(argv, parser.prog, sections, former, engine=overrides.ENGINE_KEYS)
+        cfg, ray_address = overrides.check_pool(typed["reward"].execution), typed["ray"].address
+    except UserError as exc:
+        fail(parser.prog, str(exc))
+    args = parser.parse_args(rest)
+    engine_cfg = Engine(typed["model"], typed["rollout"], args.seed)
+    git = list(cfg.repos)
+    if bool(args.data) == bool(git):
+        fail(parser.prog, "give --data (instances' fixed code) or reward.execution.repos=[OWNER/NAME=CLONE] (not both)")
     logs.setup()
     operators = tuple(o.strip() for o in args.operators.split(",") if o.strip())
     unknown = sorted(set(operators) - set(OPERATORS))
     if unknown or not operators:
         fail(parser.prog, f"--operators: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(OPERATORS)}")
-    if args.per_source < 1 or args.combine < 1 or args.workers < 0 or args.wall_s <= 0:
-        fail(parser.prog, "--per-instance/--per-repo and --combine must be >= 1, --workers >= 0, --wall-s > 0")
+    if args.per_source < 1 or args.combine < 1:
+        fail(parser.prog, "--per-instance/--per-repo and --combine must be >= 1")
     if not 0 <= args.near_dup_threshold <= 1 or args.relevant_files < 0:
         fail(parser.prog, "--near-dup-threshold must be in [0, 1] (0 = off), --relevant-files >= 0")
-    git = list(args.git or ())
-    cfg = ExecutionConfig(
-        num_runners=max(args.workers, 1), num_cpus=1.0, cache_dir=args.cache_dir, wall_s=args.wall_s, repos=git
-    )
+    workers = cfg.num_runners
+    cfg = replace(cfg, num_runners=max(workers, 1))
     started = time.monotonic()
     try:
         paths = tuple(p.strip() for p in args.paths.split(",") if p.strip())
@@ -255,14 +266,15 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"near_dup_threshold": args.near_dup_threshold, "relevant_files": args.relevant_files}
     seconds: dict[str, float] = {"sources": time.monotonic() - started}
     baselines: dict[str, dict[str, int]] = {}
-    on_ray = args.workers > 0 or bool(args.ray_address)
-    issue_model = None if args.issue_model is None else args.issue_model or args.model
+    on_ray = workers > 0 or bool(ray_address)
+    model = engine_cfg.model.name
+    issue_model = None if args.issue_model is None else args.issue_model or model
     reports: list[IssueReport] = []
-    with ray_session(args.ray_address, args.workers) if on_ray else nullcontext():
-        engine = _engine(args.model, args, on_ray) if args.injector == "model" else None
+    with ray_session(ray_address, workers) if on_ray else nullcontext():
+        engine = _engine(model, engine_cfg, on_ray) if args.injector == "model" else None
         try:
             pool = TestPool(cfg) if on_ray else InProcess(Runner(cfg))
-            draw = model_draw(engine, args.per_source, args.temperature, args.seed) if engine else None
+            draw = model_draw(engine, args.per_source, engine_cfg.rollout.temperature, args.seed) if engine else None
             try:
                 outcomes = inject(
                     sources, pool, **options, **extra, draw=draw, seconds=seconds, baselines_out=baselines
@@ -271,11 +283,11 @@ def main(argv: list[str] | None = None) -> int:
                 if isinstance(pool, TestPool):  # its runners' CPUs go back before a report engine starts
                     pool.shutdown()
             if issue_model is not None:
-                if engine is None or issue_model != args.model:  # one engine at a time: CPU memory
+                if engine is None or issue_model != model:  # one engine at a time: CPU memory
                     if engine is not None:
                         engine.close()
                         engine = None  # closed once, even should the next one fail to start
-                    engine = _engine(issue_model, args, on_ray)
+                    engine = _engine(issue_model, engine_cfg, on_ray)
                 clock = time.monotonic()
                 outcomes, reports = _with_reports(outcomes, engine)
                 seconds["issues"] = time.monotonic() - clock
@@ -305,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "source": args.data or git,
         "commit": {instance_of(s).repo: instance_of(s).base_commit for s in sources} if git else None,
         "injector": args.injector,
-        "options": {**options, **extra, "operators": list(operators), "wall_s": args.wall_s, "paths": list(paths)},
+        "options": {**options, **extra, "operators": list(operators), "wall_s": cfg.wall_s, "paths": list(paths)},
         "sources": len(sources),
         "baselines": baselines,
         "candidates": sum(1 for o in outcomes if o.candidate is not None),

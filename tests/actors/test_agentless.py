@@ -73,7 +73,7 @@ def _local_runs(tmp_path: Path):
 
 
 def _cfg(tiny: str, *args: str) -> eval_config.EvalConfig:
-    return eval_config.parse_args([f"checkpoint={tiny}", "data=demo", "mode=agentless", *args])
+    return eval_config.parse_args([f"model.name={tiny}", "data=demo", "mode=agentless", *args])
 
 
 def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
@@ -92,7 +92,7 @@ def test_localization_drops_and_counts_files_that_do_not_exist(tiny):
 @needs_sandbox
 def test_with_both_oracle_switches_every_instance_resolves(tiny, tmp_path):
     switches = ("oracle_localize=true", "oracle_repair=true", "repro_tests=0")
-    cfg = _cfg(tiny, "limit=2", "samples=2", *switches, "test_workers=0")  # in this process: no Ray
+    cfg = _cfg(tiny, "limit=2", "group_size=2", *switches, "reward.execution.num_runners=0")  # in this process: no Ray
     summary, predictions = agentless.evaluate(cfg)
     assert summary["instances"] == 2 and summary["localization"]["recall_at_n"] == 1.0
     assert summary["candidates"] == {
@@ -125,7 +125,7 @@ def test_reproduction_tests_are_kept_when_they_fail_and_filter_the_candidates(ti
         "repair": lambda key: [noop, fix],  # one vote each: the reproduction test decides
         "reproduce": lambda key: [f"<solution>```python\n{test_file}```</solution>", "no test here"],
     }
-    cfg = _cfg(tiny, "limit=1", "samples=2", "repro_tests=2")
+    cfg = _cfg(tiny, "limit=1", "group_size=2", "repro_tests=2")
     gen = Scripted(cfg, script)
     summary, predictions = agentless.evaluate(cfg, _local_runs(tmp_path), gen)
     assert gen.calls == ["localize", "repair", "reproduce"]
@@ -164,7 +164,7 @@ def test_without_pass_to_pass_the_repositorys_own_tests_drop_a_candidate_that_br
     answers = [oracle_answer(inst.code_context, {path: broken}), oracle_answer(inst.code_context, {path: fixed})]
     view = files_view(inst)
     case = Case(inst, view, changed_paths(inst, view.files))
-    cfg = _cfg(tiny, "samples=2", "repro_tests=0", "oracle_localize=true")
+    cfg = _cfg(tiny, "group_size=2", "repro_tests=0", "oracle_localize=true")
     agentless.localize(cfg, [case], Scripted(cfg, {}))
     agentless.repair(cfg, [case], Scripted(cfg, {"repair": lambda key: answers}))
     assert len(case.candidates) == 2  # one vote each: without the fallback the first (broken) one wins
@@ -193,8 +193,15 @@ def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
     machine (Ray and an actor's start); tests/actors/test_eval_session.py runs the same seam on
     a fleet of two and checks that it answers as this path does."""
     out = tmp_path / "eval"
-    cmd = [sys.executable, "-m", "actors.evaluate", "mode=agentless", f"checkpoint={tiny}", "data=demo"]
-    cmd += ["limit=2", "samples=2", "repro_tests=1", "max_new_tokens=16", f"out={out}", "engines=0"]
+    cmd = [sys.executable, "-m", "actors.evaluate", "mode=agentless", f"model.name={tiny}", "data=demo"]
+    cmd += [
+        "limit=2",
+        "group_size=2",
+        "repro_tests=1",
+        "rollout.max_new_tokens=16",
+        f"out={out}",
+        "rollout.num_actors=0",
+    ]
     proc = subprocess.run(
         cmd, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True, text=True, timeout=300
     )
@@ -214,15 +221,12 @@ def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
 
 
 def test_agentless_arguments(tiny, capsys):
-    assert _cfg(tiny, "git=/clones/requests", "git=psf/flask=/m/flask").git == [
-        "/clones/requests",
-        "psf/flask=/m/flask",
-    ]
-    assert _cfg(tiny, "git=[/a,/b]").git == ["/a", "/b"]
+    cfg = _cfg(tiny, "reward.execution.repos=[/clones/requests,'psf/flask=/m/flask']")
+    assert cfg.reward.execution.repos == ["/clones/requests", "psf/flask=/m/flask"]
     for args, message in (
         (["mode=agentic"], "mode='agentic'"),
         (["mode=agentless", "localize_top=0"], "localize_top must be >= 1"),
         (["oracle_repair=true"], "switches of mode=agentless"),
     ):
-        assert _exit_code([f"checkpoint={tiny}", *args]) == 2
+        assert _exit_code([f"model.name={tiny}", *args]) == 2
         assert message in capsys.readouterr().err

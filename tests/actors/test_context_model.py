@@ -51,8 +51,8 @@ def test_the_tiny_model_answers_the_builds_questions_in_batches(tiny: str, tmp_p
     repo, out = tmp_path / "synthetic", tmp_path / "out"
     generate_history(repo, num_prs=8)
     args = ["--git", str(repo), "--out", str(out), "--relevant-files", "1", "--context", "model"]
-    args += ["--context-model", "tiny", "--context-batch", "4", "--context-max-new-tokens", "8"]
-    args += ["--context-max-model-len", "1024"]
+    args += ["model.name=tiny", "rollout.max_prompts_per_call=4", "rollout.max_new_tokens=8"]
+    args += ["rollout.max_model_len=1024"]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300

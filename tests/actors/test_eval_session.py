@@ -56,7 +56,7 @@ def test_every_stage_sends_seeded_requests_in_chunks(tiny, monkeypatch):
     monkeypatch.setattr(engines_mod, "RolloutWorker", FakeWorker)
     monkeypatch.setattr("actors.eval.session.PROMPTS_PER_CALL", 2)
     FakeWorker.calls = []
-    cfg = eval_config.parse_args([f"checkpoint={tiny}", "data=demo", "engines=0", "seed=7"])
+    cfg = eval_config.parse_args([f"model.name={tiny}", "data=demo", "rollout.num_actors=0", "seed=7"])
     with EvalSession(cfg) as session:
         texts = session.generate("repair", [(f"i{k}", [1, 2]) for k in range(5)], 3, 0.5)
         assert session.engines is not None and session.engines.describe()["where"] == "in-process"
@@ -67,24 +67,35 @@ def test_every_stage_sends_seeded_requests_in_chunks(tiny, monkeypatch):
 
 def test_a_local_cluster_holds_the_engines_and_the_test_runners(tiny):
     assert (
-        local_cpus(eval_config.parse_args([f"checkpoint={tiny}", "engines=2", "test_workers=3"])) == 4
+        local_cpus(
+            eval_config.parse_args([f"model.name={tiny}", "rollout.num_actors=2", "reward.execution.num_runners=3"])
+        )
+        == 4
     )  # 2 x 0.5 + 3 x 1
     assert (
-        local_cpus(eval_config.parse_args([f"checkpoint={tiny}", "engines=0", "test_workers=0", "mode=agentless"])) == 1
+        local_cpus(
+            eval_config.parse_args(
+                [f"model.name={tiny}", "rollout.num_actors=0", "reward.execution.num_runners=0", "mode=agentless"]
+            )
+        )
+        == 1
     )
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["engines=-1"], "engines and engine_gpus must be >= 0"),
-        (["engines=0", "engine_gpus=1"], "engine_gpus=1.0: GPUs of each rollout actor"),
-        (["engines=2", "engine_gpus=4", "tensor_parallel_size=8"], "at least tensor_parallel_size=8"),
+        (["rollout.num_actors=-1"], "rollout.num_actors and rollout.num_gpus must be >= 0"),
+        (["rollout.num_actors=0", "rollout.num_gpus=1"], "rollout.num_gpus=1.0: GPUs of each rollout actor"),
+        (
+            ["rollout.num_actors=2", "rollout.num_gpus=4", "rollout.tensor_parallel_size=8"],
+            "at least rollout.tensor_parallel_size=8",
+        ),
     ],
 )
 def test_bad_engine_arguments_are_named(tiny, args, message):
     with pytest.raises(ConfigError, match=message):
-        eval_config.parse_args([f"checkpoint={tiny}", *args])
+        eval_config.parse_args([f"model.name={tiny}", *args])
 
 
 SCRIPT = """
@@ -96,7 +107,7 @@ tiny = sys.argv[1]
 prompts = [(f"p{k}", [1 + k, 20, 30 + k, 40]) for k in range(4)]
 out = {}
 for engines in (0, 2):
-    cfg = eval_config.parse_args([f"checkpoint={tiny}", "data=demo", f"engines={engines}", "max_new_tokens=8"])
+    cfg = eval_config.parse_args([f"model.name={tiny}", "data=demo", f"rollout.num_actors={engines}", "rollout.max_new_tokens=8"])
     with EvalSession(cfg) as session:
         actors = []
         if engines:

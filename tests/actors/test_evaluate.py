@@ -51,7 +51,7 @@ def _instance(context: dict[str, str], patch: str) -> Instance:
 
 
 def _cfg(tiny: str, *args: str) -> eval_config.EvalConfig:
-    return eval_config.parse_args([f"checkpoint={tiny}", "data=demo", *args])
+    return eval_config.parse_args([f"model.name={tiny}", "data=demo", *args])
 
 
 def _git_apply(files: dict[str, str], patch: str, root: Path) -> dict[str, str]:
@@ -71,7 +71,7 @@ def _git_apply(files: dict[str, str], patch: str, root: Path) -> dict[str, str]:
 
 def test_oracle_mode_scores_one_everywhere_and_its_patches_rebuild_the_oracle(tiny, tmp_path):
     report = oracle_context.evaluate(
-        _cfg(tiny, "--oracle", "samples=3", "tests=false")
+        _cfg(tiny, "--oracle", "group_size=3", "tests=false")
     )  # tests: tests/test_execution.py
     s = report.summary
     assert s["instances"] == len(load_demo_rows()) == 17 and s["split"] == "all"
@@ -179,22 +179,22 @@ def test_heldout_split_is_the_trainers(tiny):
     "args, message",
     [
         (["sampels=4"], "sampels"),
-        (["samples=many"], "samples"),
+        (["group_size=many"], "group_size"),
         (["split=test"], "split='test'"),
         (["split=train"], "split=train needs heldout_fraction > 0"),
-        (["temperature=0"], "temperature=0.0"),
-        (["dtype=float16"], "dtype='float16'"),
+        (["rollout.temperature=0"], "rollout.temperature=0.0"),
+        (["model.dtype=float16"], "dtype='float16'"),
         (["oops"], "key=value"),
     ],
 )
 def test_bad_arguments_are_named(tiny, args, message, capsys):
-    assert _exit_code([f"checkpoint={tiny}", *args]) == 2
+    assert _exit_code([f"model.name={tiny}", *args]) == 2
     assert message in capsys.readouterr().err
 
 
-def test_a_checkpoint_without_config_json_is_refused(tmp_path, capsys):
-    assert _exit_code([f"checkpoint={tmp_path}"]) == 2
-    assert "no config.json" in capsys.readouterr().err
+def test_a_model_directory_without_config_json_is_refused(tmp_path, capsys):
+    assert _exit_code([f"model.name={tmp_path}"]) == 2  # learner/models.py's resolve, as in training
+    assert f"model.name={str(tmp_path)!r}" in capsys.readouterr().err
 
 
 # -- model mode: the real command -------------------------------------------------------------------
@@ -209,15 +209,15 @@ def test_model_mode_runs_the_command_and_writes_a_predictions_file(tiny, tmp_pat
         sys.executable,
         "-m",
         "actors.evaluate",
-        f"checkpoint={tiny}",
+        f"model.name={tiny}",
         "data=demo",
         "limit=3",
-        "samples=2",
-        "temperature=0.001",
-        "max_new_tokens=12",
+        "group_size=2",
+        "rollout.temperature=0.001",
+        "rollout.max_new_tokens=12",
         f"out={out}",
-        "model_name=tiny-random",
-        "engines=0",  # in this process; the fleet: tests/actors/test_eval_session.py
+        "predictions_name=tiny-random",
+        "rollout.num_actors=0",  # in this process; the fleet: tests/actors/test_eval_session.py
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -28,8 +28,14 @@ def tiny() -> str:
 
 def test_the_tiny_model_as_an_agent_writes_episodes_predictions_and_a_summary(tiny, tmp_path):
     out = tmp_path / "eval"
-    cmd = [sys.executable, "-m", "actors.evaluate", "mode=agent", f"checkpoint={tiny}", "data=demo", "limit=2"]
-    cmd += ["max_turns=2", "max_new_tokens=32", "engines=0", "test_workers=0", f"out={out}"]
+    cmd = [sys.executable, "-m", "actors.evaluate", "mode=agent", f"model.name={tiny}", "data=demo", "limit=2"]
+    cmd += [
+        "max_turns=2",
+        "rollout.max_new_tokens=32",
+        "rollout.num_actors=0",
+        "reward.execution.num_runners=0",
+        f"out={out}",
+    ]
     proc = subprocess.run(
         cmd, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True, text=True, timeout=300
     )
@@ -53,7 +59,9 @@ def test_the_tiny_model_as_an_agent_writes_episodes_predictions_and_a_summary(ti
 
 
 def test_agent_arguments(tiny):
-    cfg = parse_args(["mode=agent", f"checkpoint={tiny}", "max_turns=5", "command_timeout_s=2", "test_workers=0"])
-    assert (cfg.mode, cfg.max_turns, cfg.command_timeout_s, cfg.test_workers) == ("agent", 5, 2.0, 0)
+    cfg = parse_args(
+        ["mode=agent", f"model.name={tiny}", "max_turns=5", "command_timeout_s=2", "reward.execution.num_runners=0"]
+    )
+    assert (cfg.mode, cfg.max_turns, cfg.command_timeout_s, cfg.reward.execution.num_runners) == ("agent", 5, 2.0, 0)
     with pytest.raises(ValueError, match="max_turns must be >= 1"):
-        parse_args(["mode=agent", f"checkpoint={tiny}", "max_turns=0"])
+        parse_args(["mode=agent", f"model.name={tiny}", "max_turns=0"])

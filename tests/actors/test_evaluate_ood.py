@@ -20,7 +20,7 @@ from actors.eval.ood.programs import ProgramRunner
 from actors.eval.ood.suite import RunPrograms
 from actors.eval.out_of_domain import run_suite
 from conf.config import ConfigError, ModelConfig
-from conf.eval import parse_args
+from conf.eval import needs_model, parse_args
 from learner.models import resolve
 from reward.execution import sandbox
 
@@ -142,11 +142,11 @@ def test_the_tiny_model_answers_humaneval_and_is_graded(tmp_path):
     tiny = resolve(ModelConfig(name="tiny"))
     proc = _evaluate(
         "suite=humaneval",
-        f"checkpoint={tiny}",
+        f"model.name={tiny}",
         "limit=3",
-        "samples=2",
-        "max_new_tokens=8",
-        "engines=0",
+        "group_size=2",
+        "rollout.max_new_tokens=8",
+        "rollout.num_actors=0",
         f"out={tmp_path}",
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -166,14 +166,14 @@ def test_the_tiny_model_answers_humaneval_and_is_graded(tmp_path):
 
 def test_ood_arguments(capsys):
     cfg = parse_args(["mode=ood", "suite=humaneval", "oracle=true"])
-    assert (cfg.samples, cfg.data, cfg.checkpoint) == (0, "", "")  # greedy only; no data, no model
-    assert parse_args(["mode=ood", "suite=mmlu", "oracle=true", "samples=4", "data=/x"]).samples == 4
+    assert (cfg.group_size, cfg.data, needs_model(cfg)) == (0, "", False)  # greedy only; no data, no model
+    assert parse_args(["mode=ood", "suite=mmlu", "oracle=true", "group_size=4", "data=/x"]).group_size == 4
     with pytest.raises(ConfigError, match="mode=ood needs suite=NAME"):
         parse_args(["mode=ood", "oracle=true"])
-    with pytest.raises(ConfigError, match="checkpoint=PATH is required"):
-        parse_args(["mode=ood", "suite=humaneval"])
+    with pytest.raises(ConfigError, match="model.name: empty"):
+        parse_args(["mode=ood", "suite=humaneval", "model.name=''"])
     with pytest.raises(ConfigError, match="suite and samples_file are keys of mode=ood"):
-        parse_args(["mode=agent", "suite=humaneval", f"checkpoint={resolve(ModelConfig(name='tiny'))}"])
+        parse_args(["mode=agent", "suite=humaneval", f"model.name={resolve(ModelConfig(name='tiny'))}"])
     with pytest.raises(ConfigError, match="give one"):
         parse_args(["mode=ood", "suite=humaneval", "oracle=true", "samples_file=/etc/hostname"])
     with pytest.raises(SystemExit) as stop:  # the command's one-line error, without a process of its own

@@ -100,7 +100,7 @@ def test_the_cli_writes_the_episode_as_one_object(tmp_path, runner):
     turns.write_text(json.dumps([bash("ls"), "no action here", FIX, SUBMIT]))
     out = tmp_path / "out.json"
     args = ["--data", "demo", "--instance", INSTANCE, "--turns", str(turns), "--json", str(out)]
-    assert main([*args, "--cache-dir", str(runner.cfg.cache_dir)]) == 0
+    assert main([*args, f"reward.execution.cache_dir={runner.cfg.cache_dir}"]) == 0
     result = json.loads(out.read_text())
     assert [t["kind"] for t in result["turns"]] == ["bash", "invalid", "edit", "submit"]
     assert result["format_errors"] == 1 and result["rewards"] == {"similarity": 1.0} and result["resolved"] is None

@@ -147,12 +147,12 @@ def test_build_asks_in_batches_adds_the_picks_and_falls_back_to_imports(
 
 def test_context_flags_and_their_checks(tmp_path: Path) -> None:
     cfg = parse_args(
-        ["--git", "g", "--out", "o", "--context", "model", "--context-model", "tiny", "--context-batch", "4"]
+        ["--git", "g", "--out", "o", "--context", "model", "model.name=tiny", "rollout.max_prompts_per_call=4"]
     )
     assert cfg.context == ContextConfig(mode="model", model="tiny", batch=4)
     assert parse_args(["--git", "g"]).context == ContextConfig()
     bad = BuildConfig(git=("g",), out=str(tmp_path), context=ContextConfig("model", max_new_tokens=4096))
-    with pytest.raises(build_mod.InputError, match="context_max_model_len"):
+    with pytest.raises(build_mod.InputError, match="rollout.max_model_len must exceed"):
         build(bad)
-    with pytest.raises(build_mod.InputError, match="context_batch"):
+    with pytest.raises(build_mod.InputError, match="rollout.max_prompts_per_call must be >= 1"):
         build(BuildConfig(git=("g",), out=str(tmp_path), context=ContextConfig("model", batch=0)))

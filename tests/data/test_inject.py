@@ -192,15 +192,15 @@ def test_injector_model_starts_one_engine_and_counts_every_answer(tmp_path, monk
         def close(self):
             started.append("closed")
 
-    def engine(model, args, on_ray):
-        started.append((model, args.max_new_tokens, args.seed, on_ray))
+    def engine(model, cfg, on_ray):
+        started.append((model, cfg.rollout.max_new_tokens, cfg.seed, on_ray))
         return Engine(["not an answer"] * 8)
 
     monkeypatch.setattr(command, "_engine", engine)
     out = tmp_path / "out"
-    args = ["--data", "demo", "--out", str(out), "--limit", "1", "--injector", "model", "--model", "tiny"]
-    args += ["--per-instance", "3", "--max-new-tokens", "32", "--seed", "5", "--workers", "0"]
-    args += ["--wall-s", "10", "--cache-dir", str(tmp_path / "cache"), "--issue-model", "tiny"]
+    args = ["--data", "demo", "--out", str(out), "--limit", "1", "--injector", "model", "model.name=tiny"]
+    args += ["--per-instance", "3", "rollout.max_new_tokens=32", "--seed", "5", "reward.execution.num_runners=0"]
+    args += ["reward.execution.wall_s=10", f"reward.execution.cache_dir={tmp_path / 'cache'}", "--issue-model", "tiny"]
     assert main(args) == 0
     assert started == [("tiny", 32, 5, False), "closed"]  # the same model writes the reports: one engine
     manifest = json.loads((out / "_manifest.json").read_text())
@@ -256,14 +256,15 @@ def test_issue_model_rewrites_the_kept_issues_with_one_engine(tmp_path, monkeypa
         def close(self):
             started.append("closed")
 
-    def engine(model, args, on_ray):
+    def engine(model, cfg, on_ray):
         started.append(model)
         return Engine([report])
 
     monkeypatch.setattr(command, "_engine", engine)
     out = tmp_path / "out"
     args = ["--data", "demo", "--out", str(out), "--limit", "1", "--per-instance", "2", "--seed", "1", "--issue-model"]
-    args += ["--model", "tiny", "--workers", "0", "--wall-s", "10", "--cache-dir", str(tmp_path / "cache")]
+    args += ["model.name=tiny", "reward.execution.num_runners=0", "reward.execution.wall_s=10"]
+    args += [f"reward.execution.cache_dir={tmp_path / 'cache'}"]
     assert main(args) == 0
     assert started == ["tiny", "closed"]  # the rules injector needs no engine; the reports one
     manifest = json.loads((out / "_manifest.json").read_text())

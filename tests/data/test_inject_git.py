@@ -121,8 +121,9 @@ def injected(tmp_path_factory):
     root = tmp_path_factory.mktemp("inject-git")
     repo = _repo(root / "calc")
     out, cache = root / "out", root / "cache"
-    cmd = [sys.executable, "-m", "data.inject", "--git", f"acme/calc={repo.path}", "--out", str(out)]
-    cmd += ["--per-repo", "4", "--workers", "0", "--wall-s", "30", "--cache-dir", str(cache)]
+    cmd = [sys.executable, "-m", "data.inject", f"reward.execution.repos=['acme/calc={repo.path}']", "--out", str(out)]
+    cmd += ["--per-repo", "4", "reward.execution.num_runners=0", "reward.execution.wall_s=30"]
+    cmd += [f"reward.execution.cache_dir={cache}"]
     cmd += ["--environment", "{}", "--operators", "binop,compare,drop_return"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

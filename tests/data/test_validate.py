@@ -37,4 +37,6 @@ def test_instances_without_an_environment_and_no_clone_are_refused_naming_the_sw
         validate.main(["--data", str(tmp_path / "in.parquet"), "--out", str(tmp_path / "out")])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "2 of 2 instances carry no environment: give --git CLONE" in err and "--environment" in err
+    assert (
+        "2 of 2 instances carry no environment: give reward.execution.repos=[CLONE]" in err and "--environment" in err
+    )

@@ -431,7 +431,14 @@ def _lite_row(repo: str, instance_id: str, tmp_path: Path) -> tuple[dict, str]:
 
 def _validated_label(tmp_path: Path, git: str) -> dict:
     """`data.validate` of tmp_path/exec into tmp_path/val: the one instance's label."""
-    validated = _cli("data.validate", "--data", str(tmp_path / "exec"), "--out", str(tmp_path / "val"), "--git", git)
+    validated = _cli(
+        "data.validate",
+        "--data",
+        str(tmp_path / "exec"),
+        "--out",
+        str(tmp_path / "val"),
+        f"reward.execution.repos=['{git}']",
+    )
     assert validated.returncode == 0, validated.stderr[-2000:]
     (label,) = json.loads((tmp_path / "val" / "_labels.json").read_text())
     return label
@@ -458,8 +465,7 @@ def test_a_flask_lite_row_converts_validates_and_its_gold_patch_resolves(tmp_pat
         str(tmp_path / "gold.json"),
         "--out",
         str(out),
-        "--git",
-        git,
+        f"reward.execution.repos=['{git}']",
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert json.loads((out / "report.json").read_text())["resolved_ids"] == [row["instance_id"]]
