@@ -72,8 +72,8 @@ class Trainer:
         # What can be refused is checked before Ray starts: the checkpoint, the model, every shard.
         self.checkpoints = Checkpointer(self.run_dir, asdict(cfg), keep=cfg.trainer.keep_checkpoints)
         device, timeout = devices.of_run(cfg), cfg.trainer.phase_timeout_s
-        run = Runtime(models.resolve(cfg.model), cfg.model.dtype, cfg.seed, device, timeout, verbose)
-        self.tokenizer = models.tokenizer(run.model_path)
+        path, template, self.tokenizer = models.prepare(cfg.model)  # once: every actor gets these two
+        run = Runtime(path, cfg.model.dtype, cfg.seed, device, timeout, verbose, chat_template=template)
         prompts = Rollouts.messages(cfg)  # the paper's, or with rollout.mode=agent the episode's
         self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed, messages=prompts)
         if REWARDS.get(cfg.reward.kind).uses_test_pool:

@@ -39,12 +39,14 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 
 from actors.eval import agentless_mini, episodes, out_of_domain
 from actors.eval.oracle_context import evaluate, write
 from conf import logs
 from conf.errors import UserError, fail
 from conf.eval import parse_args
+from learner import models
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,9 @@ def main(argv: list[str]) -> int:
     logs.setup()
     try:
         cfg = parse_args(argv)
+        if cfg.checkpoint and not Path(cfg.checkpoint).exists():  # a hub id (validated): its snapshot
+            cfg.model_name = cfg.model_name or cfg.checkpoint  # the predictions name the id, not the cache
+            cfg.checkpoint = models.local_model(cfg.checkpoint, key="checkpoint")
     except UserError as exc:
         fail("python -m actors.evaluate", str(exc))
     if cfg.mode == "agentless":

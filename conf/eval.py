@@ -21,6 +21,7 @@ from conf.config import (
     RolloutConfig,
     TrainConfig,
     TrainerConfig,
+    is_hub_id,
 )
 
 # The evaluation's modes (actors/evaluate.py dispatches on them).
@@ -29,7 +30,8 @@ MODES = ("oracle_context", "agentless", "agent", "ood")
 
 @dataclass
 class EvalConfig:
-    # Hugging Face model directory to evaluate (the trainer writes one to <run_dir>/hf).
+    # Hugging Face model directory to evaluate (the trainer writes one to <run_dir>/hf), or a hub
+    # id (org/name, at main: from the cache, else downloaded; learner/hub.py).
     checkpoint: str = ""
     # Instances: a Parquet file or directory of the schema, or "demo" (as data.path).
     data: str = DataConfig.path
@@ -149,7 +151,8 @@ def validate(cfg: EvalConfig) -> None:
             return  # nothing is generated: no checkpoint, engines or sampling settings
     if not cfg.checkpoint:
         raise ConfigError("checkpoint=PATH is required (a Hugging Face model directory, e.g. <run_dir>/hf)")
-    if not (Path(cfg.checkpoint) / "config.json").is_file():
+    hub_id = is_hub_id(cfg.checkpoint) and not Path(cfg.checkpoint).exists()  # actors/evaluate.py fetches it
+    if not hub_id and not (Path(cfg.checkpoint) / "config.json").is_file():
         raise ConfigError(f"checkpoint={cfg.checkpoint!r}: no config.json there (not a Hugging Face model directory)")
     if cfg.split not in ("heldout", "train"):
         raise ConfigError(f"split={cfg.split!r}: accepted values are 'heldout', 'train'")
