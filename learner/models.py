@@ -152,6 +152,17 @@ def copy_tokenizer(model_path: str, out: Path, chat_template: str = "") -> None:
         (out / "chat_template.jinja").write_text(chat_template)
 
 
+def tokenizer_dir(model_path: str, chat_template: str) -> str:
+    """A new temporary directory holding the model's tokenizer with `chat_template` as its
+    template, for an engine's `tokenizer=`: vLLM renders chat templates with deep copies of the
+    tokenizer it loaded (a thread pool of them), so a template set on its tokenizer afterwards
+    would not reach them."""
+    out = Path(tempfile.mkdtemp(prefix="tokenizer-"))
+    shutil.copy2(Path(model_path) / "config.json", out / "config.json")  # the tokenizer class may be read there
+    copy_tokenizer(model_path, out, chat_template)
+    return str(out)
+
+
 def _build_once(target: Path, build: object) -> Path:
     if (target / "config.json").is_file():
         return target

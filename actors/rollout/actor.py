@@ -39,7 +39,7 @@ from conf.config import AgentConfig, ExecutionConfig, RolloutConfig
 from conf.logs import actor_env
 from conf.runtime import Runtime
 from data.schema import Instance
-from learner import hub
+from learner import hub, models
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
 from reward.execution.runner import Runner
@@ -142,8 +142,10 @@ class RolloutWorker:
         self._episode_runner: Runner | None = None  # agent mode: built with the first episodes
         devices.require(run.device, actor_id)
         devices.pin_cpus(cfg.cpu_affinity, "rollout.cpu_affinity")  # before the engine starts its threads
-        args = engine_args(cfg, hub.on_this_node(run.model_path), run.dtype, seed, run.device)
-        self.chat_template = run.chat_template  # agent turns render with the driver's template
+        model_path = hub.on_this_node(run.model_path)
+        args = engine_args(cfg, model_path, run.dtype, seed, run.device)
+        if run.chat_template:  # agent turns render the driver's template: vLLM's tokenizer loads with it
+            args["tokenizer"] = models.tokenizer_dir(model_path, run.chat_template)
         # vLLM applies VLLM_LOGGING_LEVEL once its logging is set up; records logged while it
         # imports would reach Python's last-resort handler first.
         logging.getLogger("vllm").setLevel(os.environ.get("VLLM_LOGGING_LEVEL", "INFO"))
@@ -208,8 +210,6 @@ class RolloutWorker:
         server = TurnServer(engine)
         queries, hits = self._prefix_counts()
         tokenizer = self.llm.get_tokenizer()
-        if self.chat_template:
-            tokenizer.chat_template = self.chat_template
         limit = self.cfg.max_new_tokens
         episodes = run_agent_episodes(specs, server, runner.session, tokenizer, first.agent, max_new_tokens=limit)
         stats = server.stats

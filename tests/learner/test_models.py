@@ -75,3 +75,15 @@ def test_the_export_carries_the_runs_template(tiny, tmp_path):
     plain.mkdir()
     models.copy_tokenizer(tiny, plain)
     assert (plain / "chat_template.jinja").read_text() == Path(tiny, "chat_template.jinja").read_text()
+
+
+def test_an_engines_tokenizer_renders_the_runs_template(tiny):
+    """vLLM renders with copies of its tokenizer made at load (a thread pool): a template set on
+    it afterwards does not reach them, the tokenizer directory it loads does."""
+    from vllm.tokenizers import get_tokenizer, maybe_make_thread_pool
+
+    late = maybe_make_thread_pool(get_tokenizer(tiny), 2)
+    late.chat_template = TAGGED
+    assert late.apply_chat_template(HI, add_generation_prompt=True, tokenize=False) == CHATML_HI
+    loaded = maybe_make_thread_pool(get_tokenizer(models.tokenizer_dir(tiny, TAGGED)), 2)
+    assert loaded.apply_chat_template(HI, add_generation_prompt=True, tokenize=False) == "[user] hi\n>"
