@@ -29,8 +29,6 @@ from typing import Any
 import hydra
 import ray
 import torch
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from ray.exceptions import RayActorError
 
@@ -74,8 +72,8 @@ class Trainer:
         # What can be refused is checked before Ray starts: the checkpoint, the model, every shard.
         self.checkpoints = Checkpointer(self.run_dir, asdict(cfg), keep=cfg.trainer.keep_checkpoints)
         device, timeout = devices.of_run(cfg), cfg.trainer.phase_timeout_s
-        run = Runtime(models.resolve(cfg.model), cfg.model.dtype, cfg.seed, device, timeout, verbose)
-        self.tokenizer = models.tokenizer(run.model_path)
+        path, template, self.tokenizer = models.prepare(cfg.model)  # once: every actor gets these two
+        run = Runtime(path, cfg.model.dtype, cfg.seed, device, timeout, verbose, chat_template=template)
         prompts = Rollouts.messages(cfg)  # the paper's, or with rollout.mode=agent the episode's
         self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed, messages=prompts)
         if REWARDS.get(cfg.reward.kind).uses_test_pool:
@@ -168,10 +166,7 @@ class Trainer:
 @hydra.main(config_path="conf", config_name="config", version_base=None)
 def main(dcfg: DictConfig) -> None:
     logs.setup()
-    hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode == RunMode.MULTIRUN:  # every job of a sweep in a directory of its own
-        dcfg.run_dir = config.job_run_dir(dcfg.run_dir, hydra_cfg.job.num)
-        log.info("[setup] multirun job %d: run_dir=%s", hydra_cfg.job.num, dcfg.run_dir)
+    config.place_sweep_job(dcfg)  # every job of a sweep (-m) in a directory of its own
     try:
         cfg = plugins.load(dcfg)
         logs.setup(cfg.trainer.verbose)
@@ -180,8 +175,7 @@ def main(dcfg: DictConfig) -> None:
         trainer = Trainer(cfg)
         write_text(trainer.run_dir / "config.yaml", OmegaConf.to_yaml(dcfg))
     except (UserError, FileNotFoundError, PhaseTimeout) as exc:
-        # Bad input (or actors that could not start in time): one clear line naming the field,
-        # file, key or actor, not a traceback.
+        # Bad input, or actors that could not start in time: one line naming it, not a traceback.
         log.error("[error] %s", exc)
         raise SystemExit(2) from None
     try:

@@ -74,8 +74,10 @@ def main(argv: list[str]) -> int:
     logs.setup()
     try:
         cfg = parse_args(argv)
-        if needs_model(cfg):  # once, to its local directory, as the trainer resolves it
+        if needs_model(cfg):  # once, to its local directory (a hub id: its snapshot), as the trainer resolves it
+            cfg.predictions_name = cfg.predictions_name or cfg.model.name  # the id, not the cache path
             cfg.model.name = models.resolve(cfg.model)
+            cfg.model.chat_template = models.chat_template(cfg.model, cfg.model.name)  # its text, once
     except UserError as exc:
         fail("python -m actors.evaluate", str(exc))
     if cfg.mode == "agentless":

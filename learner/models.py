@@ -6,7 +6,15 @@
   float32. Q4_1 is a lossy copy of the original bf16 weights: fine for the laptop job.
 - "tiny": a randomly initialised 2-layer Llama with a byte-level BPE tokenizer trained on the
   embedded demo set, built in seconds: the smoke preset and the tests use it.
-- anything else: a local Hugging Face model directory (must hold a config.json).
+- a local Hugging Face model directory (must hold a config.json), used in place;
+- a hub id (`org/name`, e.g. "Qwen/Qwen2.5-Coder-7B-Instruct") at `model.revision`: a snapshot in
+  huggingface_hub's cache, downloaded there where the hub is reachable (learner/hub.py). A path
+  that exists is a directory even when it reads like an id.
+
+The chat template (`chat_template`): `model.chat_template`'s when given, else the tokenizer's
+own, else ChatML (CHATML_TEMPLATE) for a model that ships none. The driver decides it once
+(`prepare`) and hands it to every actor (conf/runtime.py), so prompts, agent turns and the
+exported checkpoint agree.
 
 Builds write to a temporary directory and rename it into place, under a file lock, so that
 concurrent starts never see (or build) half a model.
@@ -24,10 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conf.config import ConfigError, ModelConfig
+from conf.config import ConfigError, ModelConfig, is_hub_id, is_template_text
 from conf.io import locked
 from data.demo import demo_parquet_path, load_demo_rows
 from data.prompt import FORMAT_INSTRUCTIONS, SYSTEM_PROMPT
+from learner import hub
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SMOLLM2 = "smollm2-135m-instruct"
@@ -52,32 +61,106 @@ TINY_SPEC = dict(
 
 
 def resolve(cfg: ModelConfig) -> str:
-    """Return the local directory of the configured model, building or converting it if needed."""
+    """Return the local directory of the configured model, building, converting or fetching it if needed."""
     cache = Path(cfg.cache_dir).expanduser()
     if not cache.is_absolute():
         cache = REPO_ROOT / cache
+    if cfg.name in (SMOLLM2, TINY) and cfg.revision:
+        raise ConfigError(f"model.revision={cfg.revision!r}: only a hub id has revisions, not model.name={cfg.name!r}")
     if cfg.name == SMOLLM2:
         return str(_build_once(cache / SMOLLM2, _convert_smollm2))
     if cfg.name == TINY:
         key = hashlib.sha256(json.dumps([TINY_SPEC, cfg.init_seed, _demo_fingerprint()]).encode()).hexdigest()[:12]
         return str(_build_once(cache / f"tiny-{key}", lambda out: _build_tiny(out, cfg.init_seed)))
-    path = Path(cfg.name).expanduser()
-    if not (path / "config.json").is_file():
+    if not Path(cfg.name).expanduser().is_dir() and not is_hub_id(cfg.name):
         raise ConfigError(
-            f"model.name={cfg.name!r}: not a known model ({SMOLLM2!r}, {TINY!r}) nor a Hugging Face "
-            f"directory with a config.json"
+            f"model.name={cfg.name!r}: not a known model ({SMOLLM2!r}, {TINY!r}), an existing directory, "
+            "nor a hub id (org/name)"
         )
-    return str(path.resolve())
+    return local_model(cfg.name, cfg.revision)
 
 
-def tokenizer(model_path: str) -> Any:
-    """The model's tokenizer. transformers is imported here, not at module level: importing it
-    pins torch's compile cache under the temporary directory of that moment
-    (TORCHINDUCTOR_CACHE_DIR), which the driver first points at the run's own (actors/cluster/reaper.py)."""
+def prepare(cfg: ModelConfig) -> tuple[str, str, Any]:
+    """What the driver settles once, before any actor starts: the model's directory (a hub id's
+    snapshot), the chat template that replaces its own ("" = none) and the tokenizer with it."""
+    path = resolve(cfg)
+    template = chat_template(cfg, path)
+    return path, template, tokenizer(path, template)
+
+
+def local_model(name: str, revision: str = "", *, key: str = "model.name") -> str:
+    """A local model directory or a hub id (at `revision`, "" = main) -> the directory to load;
+    the trainer (`resolve`) and the evaluation (`checkpoint=`) both resolve through this. `key` is
+    the field the errors name."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if revision:
+            raise ConfigError(f"model.revision={revision!r}: {key}={name!r} is a local directory, which has none")
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{key}={name!r}: no config.json there (not a Hugging Face model directory)")
+        return str(path.resolve())
+    if not is_hub_id(name):
+        raise ConfigError(f"{key}={name!r}: neither an existing directory nor a hub id (org/name)")
+    return hub.snapshot(name, revision or "main", key=key)
+
+
+def chat_template(cfg: ModelConfig, model_path: str) -> str:
+    """The chat template the run applies instead of the model's own ("" = the model's own):
+    `model.chat_template` (the template, or the file it names), else ChatML for a model whose
+    tokenizer ships none."""
+    if cfg.chat_template:
+        if is_template_text(cfg.chat_template):
+            return cfg.chat_template
+        return Path(cfg.chat_template).expanduser().read_text()  # conf.config.validate checked it exists
+    folder = Path(model_path)
+    if (folder / "chat_template.jinja").is_file():
+        return ""
+    config = folder / "tokenizer_config.json"
+    if config.is_file() and json.loads(config.read_text()).get("chat_template"):
+        return ""
+    return CHATML_TEMPLATE
+
+
+def tokenizer(model_path: str, chat_template: str = "") -> Any:
+    """The model's tokenizer, with `chat_template` in place of its own when given (a template
+    that does not render is a ConfigError naming model.chat_template). transformers is imported
+    here, not at module level: importing it pins torch's compile cache under the temporary
+    directory of that moment (TORCHINDUCTOR_CACHE_DIR), which the driver first points at the
+    run's own (actors/cluster/reaper.py)."""
     # transformers pins torch's compile cache when imported (see the docstring)
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(model_path)
+    tok = AutoTokenizer.from_pretrained(model_path)
+    if chat_template:
+        tok.chat_template = chat_template
+        try:
+            tok.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True, tokenize=False)
+        except Exception as exc:  # jinja2's syntax and render errors, transformers' own
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            reason = f"{type(exc).__name__}: {first}"
+            raise ConfigError(f"model.chat_template: the template does not render ({reason})") from None
+    return tok
+
+
+def copy_tokenizer(model_path: str, out: Path, chat_template: str = "") -> None:
+    """Copy the tokenizer's files (and the generation config) of `model_path` into the export
+    `out`, with `chat_template` (the run's, when not the model's own) as its template."""
+    for name in os.listdir(model_path):
+        if "token" in name or name in ("chat_template.jinja", "generation_config.json", "special_tokens_map.json"):
+            shutil.copy2(Path(model_path) / name, out / name)
+    if chat_template:  # transformers reads chat_template.jinja before tokenizer_config.json's
+        (out / "chat_template.jinja").write_text(chat_template)
+
+
+def tokenizer_dir(model_path: str, chat_template: str) -> str:
+    """A new temporary directory holding the model's tokenizer with `chat_template` as its
+    template, for an engine's `tokenizer=`: vLLM renders chat templates with deep copies of the
+    tokenizer it loaded (a thread pool of them), so a template set on its tokenizer afterwards
+    would not reach them."""
+    out = Path(tempfile.mkdtemp(prefix="tokenizer-"))
+    shutil.copy2(Path(model_path) / "config.json", out / "config.json")  # the tokenizer class may be read there
+    copy_tokenizer(model_path, out, chat_template)
+    return str(out)
 
 
 def _build_once(target: Path, build: object) -> Path:

@@ -35,7 +35,6 @@ import datetime
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import nullcontext
 from pathlib import Path
@@ -48,6 +47,7 @@ from conf import device as devices
 from conf.config import LearnerConfig
 from conf.logs import quiet_deepspeed, quiet_stdout
 from conf.runtime import Runtime
+from learner import hub, models
 from learner.batch import MicroBatch, RankBatch
 from learner.logprobs import completion_logprobs
 from learner.objectives import mismatch
@@ -159,7 +159,9 @@ class LearnerWorker:
     ) -> None:
         self.cfg, self.temperature, self.rank, self.world_size = cfg, temperature, rank, world_size
         self.max_new_tokens = max_new_tokens  # rollout.max_new_tokens: Dr. GRPO's constant normaliser
-        self.model_path, self.dtype, self.seed, self.device = run.model_path, run.dtype, run.seed, run.device
+        self.dtype, self.seed, self.device = run.dtype, run.seed, run.device
+        self.model_path = hub.on_this_node(run.model_path)  # a hub snapshot absent here: this node's copy
+        self.chat_template = run.chat_template  # written into the export (save_hf)
         self.timeout_s = run.timeout_s  # of the rendezvous and of every collective (trainer.phase_timeout_s)
         self.micro_batches, self.verbose = micro_batches, run.verbose
         devices.require(run.device, f"learner rank {rank}")
@@ -556,7 +558,5 @@ class LearnerWorker:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self._lm.save_pretrained(out, state_dict=state)
-        for name in os.listdir(self.model_path):
-            if "token" in name or name in ("chat_template.jinja", "generation_config.json", "special_tokens_map.json"):
-                shutil.copy2(Path(self.model_path) / name, out / name)
+        models.copy_tokenizer(self.model_path, out, self.chat_template)
         return str(out)

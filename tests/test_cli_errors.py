@@ -18,3 +18,13 @@ def test_bad_config_is_refused_by_name(train_cli, tmp_path, override, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_hub_id_neither_cached_nor_reachable_is_one_line(train_cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    proc = train_cli(tmp_path / "run", "model.name=acme/missing", "model.revision=v2", timeout=300)
+    assert proc.returncode == 2
+    line = "[error] model.name='acme/missing' (revision 'v2'): not in the Hugging Face cache"
+    assert line in proc.stderr and "`hf download acme/missing --revision v2`" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -79,6 +79,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "learner.batch",
             "learner.checkpoint",
             "learner.group",
+            "learner.hub",
             "learner.logprobs",
             "learner.memory",
             "learner.models",

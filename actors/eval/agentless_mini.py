@@ -73,6 +73,7 @@ from data.context.file_picks import read_picks
 from data.patching import files_patch
 from data.prompt import build_messages, encode_prompt
 from data.schema import Instance
+from learner import models
 from reward import OracleAnswerError, oracle_answer
 from reward.apply import apply_edits
 from reward.execution.environments import EnvSpec
@@ -262,12 +263,11 @@ def _evaluate(
     cfg: EvalConfig, session: EvalSession, run_jobs: RunJobs, gen: Generator | None
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     # transformers pins torch's compile cache when imported (learner/models.py)
-    from transformers import AutoTokenizer
 
     timer = PhaseTimer()  # made first: its total is the whole evaluation's
     cases, selection = open_cases(cfg)
     log.info("[agentless] %d validated instances (%s)", len(cases), selection)
-    gen = gen or Generator(cfg, AutoTokenizer.from_pretrained(cfg.model.name), session)
+    gen = gen or Generator(cfg, models.tokenizer(cfg.model.name, cfg.model.chat_template), session)
     try:
         with timer("engine_start"):
             if cases and not (cfg.oracle_localize and cfg.oracle_repair and cfg.repro_tests == 0):

@@ -39,6 +39,7 @@ from conf.io import write_text
 from conf.progress import Progress
 from data.prompt import encode_prompt
 from data.schema import Instance
+from learner import models
 from reward.execution.predictions import report
 from reward.execution.runner import TestJob
 
@@ -61,11 +62,10 @@ def instances(cfg: EvalConfig) -> tuple[list[Instance], dict[str, Any]]:
 
 def evaluate(cfg: EvalConfig) -> tuple[dict[str, Any], list[dict[str, str]], list[dict[str, Any]]]:
     """(summary, predictions, episodes) of the split's validated instances."""
-    from transformers import AutoTokenizer  # the checkpoint's own tokenizer builds the episodes' prompts
 
     started = time.monotonic()
     chosen, counts = instances(cfg)
-    tokenizer = AutoTokenizer.from_pretrained(cfg.model.name)
+    tokenizer = models.tokenizer(cfg.model.name, cfg.model.chat_template)
     agent = AgentConfig(
         max_turns=cfg.max_turns, command_timeout_s=cfg.command_timeout_s, max_tokens=cfg.rollout.max_model_len
     )

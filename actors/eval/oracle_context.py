@@ -45,8 +45,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoTokenizer
-
 from actors.eval.instances import select_items
 from actors.eval.session import EvalSession
 from conf.eval import EvalConfig
@@ -54,6 +52,7 @@ from conf.io import atomic_write, write_text
 from data.loader import PromptItem
 from data.patching import PatchError, apply_patch, created_files, files_patch
 from data.schema import Instance
+from learner import models
 from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_oracle_diffs
 from reward.apply import apply_edits
 from reward.core import changed_files
@@ -173,7 +172,7 @@ def evaluate(cfg: EvalConfig) -> EvalReport:
 def _evaluate(cfg: EvalConfig, session: EvalSession) -> EvalReport:
 
     start = time.perf_counter()
-    sel = select_items(cfg, AutoTokenizer.from_pretrained(cfg.model.name))
+    sel = select_items(cfg, models.tokenizer(cfg.model.name, cfg.model.chat_template))
     log.info(
         "[eval] %d instances (split %s; %d prompts over %d tokens dropped)",
         len(sel.items),

@@ -45,6 +45,7 @@ from conf.errors import UserError, fail
 from conf.eval import EvalConfig, needs_model
 from conf.io import write_text
 from data.prompt import encode_prompt
+from learner import models
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +75,8 @@ def samples_from_file(path: str, problems: list[Problem]) -> dict[str, list[str]
 
 
 def _generate(cfg: EvalConfig, name: str, problems: list[Problem], session: Any) -> tuple[list[str], list[list[str]]]:
-    from transformers import AutoTokenizer  # only a generating run needs the checkpoint's tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(cfg.model.name)
+    tokenizer = models.tokenizer(cfg.model.name, cfg.model.chat_template)
     prompts = [(p.pid, encode_prompt(tokenizer, p.messages)) for p in problems]
     greedy = [texts[0] for texts in session.generate(f"{name}/greedy", prompts, 1, 0.0)]
     sampled = (

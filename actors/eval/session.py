@@ -76,7 +76,8 @@ class EvalSession:
             if cfg.rollout.num_actors:
                 self._ray()
             device = engine_device(cfg.rollout.num_actors, cfg.rollout.num_gpus)
-            run = Runtime(cfg.model.name, cfg.model.dtype, cfg.seed, device, timeout_s=cfg.timeout_s)
+            model = cfg.model
+            run = Runtime(model.name, model.dtype, cfg.seed, device, cfg.timeout_s, chat_template=model.chat_template)
             # Training's rollout section as it is; greedy or sampled is per request (generate's
             # temperature), top_p applies to sampled ones.
             rollout = dataclasses.replace(cfg.rollout, max_prompts_per_call=PROMPTS_PER_CALL)

@@ -39,6 +39,7 @@ from conf.config import AgentConfig, ExecutionConfig, RolloutConfig
 from conf.logs import actor_env
 from conf.runtime import Runtime
 from data.schema import Instance
+from learner import hub, models
 from learner.transport import Shipment, WeightTransport
 from learner.transport.buckets import Bucket
 from reward.execution.runner import Runner
@@ -141,7 +142,10 @@ class RolloutWorker:
         self._episode_runner: Runner | None = None  # agent mode: built with the first episodes
         devices.require(run.device, actor_id)
         devices.pin_cpus(cfg.cpu_affinity, "rollout.cpu_affinity")  # before the engine starts its threads
-        args = engine_args(cfg, run.model_path, run.dtype, seed, run.device)
+        model_path = hub.on_this_node(run.model_path)
+        args = engine_args(cfg, model_path, run.dtype, seed, run.device)
+        if run.chat_template:  # agent turns render the driver's template: vLLM's tokenizer loads with it
+            args["tokenizer"] = models.tokenizer_dir(model_path, run.chat_template)
         # vLLM applies VLLM_LOGGING_LEVEL once its logging is set up; records logged while it
         # imports would reach Python's last-resort handler first.
         logging.getLogger("vllm").setLevel(os.environ.get("VLLM_LOGGING_LEVEL", "INFO"))

@@ -20,7 +20,7 @@ from conf.config import ModelConfig, RolloutConfig, TrainerConfig
 from conf.runtime import Runtime
 from data.mining.context_step import Asker, ContextConfig
 from data.prompt import encode_prompt
-from learner.models import resolve, tokenizer
+from learner.models import chat_template, resolve, tokenizer
 
 # Seconds the engine's start, or one batch of questions, may take on Ray (as a training phase).
 TIMEOUT_S = TrainerConfig.phase_timeout_s
@@ -28,10 +28,11 @@ TIMEOUT_S = TrainerConfig.phase_timeout_s
 
 class ContextEngine:
     def __init__(self, model: str, engine: RolloutConfig, *, dtype: str, seed: int, on_ray: bool) -> None:
-        """`model`: a known model name (ModelConfig.name) or a Hugging Face directory."""
-        self.path = resolve(ModelConfig(name=model))
+        """`model`: a known model name (ModelConfig.name), a Hugging Face directory or a hub id."""
+        model_cfg = ModelConfig(name=model)
+        self.path = resolve(model_cfg)
         self.cfg, self.seed = engine, seed
-        self.tokenizer = tokenizer(self.path)
+        self.tokenizer = tokenizer(self.path, chat_template(model_cfg, self.path))  # ChatML for a model without one
         self.budget = engine.max_model_len - engine.max_new_tokens  # prompt tokens that fit
         count = 1 if on_ray else 0
         run = Runtime(self.path, dtype, seed, engine_device(count, engine.num_gpus), timeout_s=TIMEOUT_S)

@@ -69,6 +69,11 @@ def test_frozen_keys_are_named():
     other = {**saved, "group_size": 8, "model": {"name": "b", "dtype": "float32"}}
     with pytest.raises(ResumeError, match=r"model.name: 'a' -> 'b'.*group_size: 16 -> 8"):
         check_compatible(saved, other)
+    # a config saved before model.revision existed resumes; once saved, the key is held
+    pinned = {**saved, "model": {**saved["model"], "revision": "", "chat_template": ""}}
+    check_compatible(saved, pinned)
+    with pytest.raises(ResumeError, match=r"model.revision: '' -> 'v2'"):
+        check_compatible(pinned, {**pinned, "model": {**pinned["model"], "revision": "v2"}})
 
 
 SAVED = {
