@@ -42,7 +42,7 @@ from actors.driver.reward_pool import RewardPool, ScoredJob
 from actors.observe.phases import PhaseTimer
 from actors.rollout.actor import Completion, GenerationRequest, request_seed
 from conf.config import TrainConfig
-from data.bugs.injector import BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
+from data.bugs.injector import REJECTIONS, BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
 from data.bugs.model_bugs import bug_messages
 from data.bugs.mutations import OPERATORS
 from data.bugs.proof import Baseline, inject, read_answers
@@ -195,9 +195,9 @@ class SelfPlay(GroupSampler):
             "selfplay_bugs_guided": guided,
             "selfplay_bugs_valid": sum(1 for r, i in verdicts.values() if i is not None),
         }
-        counts.update(
-            {f"selfplay_rejected_{r}": n for r, n in sorted(reasons.items()) if r not in ("kept", "duplicate")}
-        )
+        # Every reason, 0 included, so that each is a gauge from the first step. A duplicate of a
+        # kept bug is valid (it shares that bug's solve rate): counted in selfplay_bugs_valid.
+        counts.update({f"selfplay_rejected_{r}": reasons[r] for r in REJECTIONS if r != "duplicate"})
         return verdicts, counts
 
     def _injector_scores(

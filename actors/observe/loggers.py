@@ -115,7 +115,7 @@ _LEARNER = {
 
 def metric_group(key: str) -> str:
     """The chart group of a metrics.jsonl key: reward, learner, timing, sync or fleet."""
-    if key in _REWARD:
+    if key in _REWARD or key.startswith("selfplay_"):  # self-play's bugs and their rewards
         return "reward"
     if key in _LEARNER:
         return "learner"
