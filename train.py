@@ -50,6 +50,7 @@ from conf import device as devices
 from conf.errors import UserError
 from conf.io import write_text
 from conf.runtime import Runtime
+from data.bugs.proof import why_unusable
 from data.loader import InstanceLoader
 from learner import models
 from learner.batch import nominal_micro_batches
@@ -78,6 +79,8 @@ class Trainer:
         self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed, messages=prompts)
         if REWARDS.get(cfg.reward.kind).uses_test_pool:
             self.loader.require_test_labels(f"reward.kind={cfg.reward.kind}")
+        if cfg.trainer.selfplay:  # its bugs are proved in each instance's own files, with its tests
+            self.loader.require_rows("trainer.selfplay=true", ("environment", "test_patch"), why_unusable)
         r = cfg.ray
         init_ray(r.address, num_cpus=r.num_cpus, include_dashboard=r.include_dashboard, quiet=r.quiet, verbose=verbose)
         check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])

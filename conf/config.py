@@ -314,7 +314,8 @@ class TrainerConfig:
     # sandbox, data/bugs/), then repairs the bugs the tests proved (as solver: group_size answers
     # each, scored by reward.kind); both roles train in the same update, the injector on
     # reward/bug_reward.py's rule; with rollout.mode=agent the solver is an agent. Needs
-    # instances whose snapshot is their files (the demo set).
+    # instances whose snapshot is their files and that have tests (the demo set); instances
+    # checked out from a clone are refused at start-up.
     selfplay: bool = False
 
 

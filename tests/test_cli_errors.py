@@ -1,6 +1,10 @@
 """Bad input to the driver ends in one line naming the field, not a traceback or a hang."""
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+
+from data.demo import demo_parquet_path
 
 
 @pytest.mark.parametrize(
@@ -18,3 +22,17 @@ def test_bad_config_is_refused_by_name(train_cli, tmp_path, override, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_selfplay_on_instances_checked_out_from_a_clone_is_refused_before_ray(train_cli, tmp_path):
+    """Self-play proves its bugs in an instance's own files: a git-snapshot instance (a converted
+    SWE-bench row, a validated mined PR) is refused at start-up, named, with what to do."""
+    demo = pq.read_table(demo_parquet_path())
+    rows = demo.to_pylist()[:2]
+    rows[1]["environment"] = '{"snapshot": "git"}'
+    path = tmp_path / "git_rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=demo.schema), path)
+    proc = train_cli(tmp_path / "run", "trainer.selfplay=true", f"data.path={path}", timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "[error] trainer.selfplay=true: " in proc.stderr and "1 of 2 row(s)" in proc.stderr
+    assert f"{rows[1]['instance_id']}: git_snapshot" in proc.stderr and "Traceback" not in proc.stderr
