@@ -57,7 +57,6 @@ from learner.checkpoint import Checkpointer
 from learner.group import LearnerGroup
 from learner.objectives.advantages import ADVANTAGES
 from learner.sft import warm_start
-from reward.kinds import REWARDS
 
 config.register()
 log = logging.getLogger("train")
@@ -76,8 +75,8 @@ class Trainer:
         run = Runtime(path, cfg.model.dtype, cfg.seed, device, timeout, verbose, chat_template=template)
         prompts = Rollouts.messages(cfg)  # the paper's, or with rollout.mode=agent the episode's
         self.loader = InstanceLoader.from_config(cfg.data, self.tokenizer, seed=cfg.seed, messages=prompts)
-        if REWARDS.get(cfg.reward.kind).uses_test_pool:
-            self.loader.require_test_labels(f"reward.kind={cfg.reward.kind}")
+        sampler = SelfPlay if cfg.trainer.selfplay else GroupSampler
+        sampler.check_data(cfg, self.loader)  # what the step needs of the data, before Ray starts
         r = cfg.ray
         init_ray(r.address, num_cpus=r.num_cpus, include_dashboard=r.include_dashboard, quiet=r.quiet, verbose=verbose)
         check_fits(resource_demands(cfg), [n["Resources"] for n in ray.nodes() if n["Alive"]])
@@ -92,7 +91,7 @@ class Trainer:
         self.rewards = RewardPool(cfg.reward)
         self.fleet.wait_ready()
         self.rollouts = Rollouts(cfg, self.loader, self.fleet, self.tokenizer)
-        self.sampler = (SelfPlay if cfg.trainer.selfplay else GroupSampler)(cfg, self.rollouts, self.rewards)
+        self.sampler = sampler(cfg, self.rollouts, self.rewards)
         self.advantage = ADVANTAGES.get(cfg.learner.advantage)
         self.control = FleetControl.start(self.run_dir.name, cfg.rollout.num_actors)
         self.log = RunLog(self.run_dir, cfg.trainer, config=asdict(cfg))

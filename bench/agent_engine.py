@@ -101,14 +101,15 @@ def _measure(worker: RolloutWorker, runner: Runner, instance: Any, n: int, args:
     template = Template.of(tokenizer)
     engine = EngineTurns(worker)
     server = TurnServer(DrainEngine(engine) if drain else engine)
-    cfg = AgentConfig(max_turns=args.turns, max_tokens=args.max_model_len)
+    context = args.max_model_len  # the episode's context limit: the engine's whole context
+    cfg = AgentConfig(max_turns=args.turns, max_tokens=context)
     script = _script(instance, args.turns)
     prompt = encode_prompt(tokenizer, task_messages(cfg, instance))
 
     def one(k: int) -> int:
         tokens = EpisodeTokens(list(prompt))
         policy = EnginePolicy(
-            server, tokenizer, template, tokens, max_new_tokens=args.max_new_tokens, max_tokens=cfg.max_tokens, seed=k
+            server, tokenizer, template, tokens, max_new_tokens=args.max_new_tokens, max_tokens=context, seed=k
         )
         with runner.session(instance) as session:
             episode = run_episode(ScriptedActions(policy, script), session, instance.problem_statement, cfg)

@@ -329,7 +329,8 @@ class TrainerConfig:
     # sandbox, data/bugs/), then repairs the bugs the tests proved (as solver: group_size answers
     # each, scored by reward.kind); both roles train in the same update, the injector on
     # reward/bug_reward.py's rule; with rollout.mode=agent the solver is an agent. Needs
-    # instances whose snapshot is their files (the demo set).
+    # instances whose snapshot is their files and that have tests (the demo set); instances
+    # checked out from a clone are refused at start-up.
     selfplay: bool = False
 
 
@@ -370,8 +371,9 @@ class AgentConfig:
     # Consecutive turns without exactly one well-formed action that end the episode.
     max_format_errors: int = 3
     # Context limit of an episode in tokens (prompt, turns and observations), enforced by the
-    # engine that generates the turns, not by the turn loop.
-    max_tokens: int = 16384
+    # engine that generates the turns, not by the turn loop. null = rollout.max_model_len (an
+    # episode is one sequence of the engine: the whole context); a value must fit it.
+    max_tokens: int | None = None
     # Wall-clock limit of one episode, checked between turns (a running command is not cut).
     episode_timeout_s: float = 600.0
     # Wall-clock limit of one bash command in the sandbox; past it the command is killed.
@@ -521,7 +523,6 @@ def validate(cfg: TrainConfig) -> None:
         "trainer.keep_checkpoints",
         "agent.max_turns",
         "agent.max_format_errors",
-        "agent.max_tokens",
         "agent.max_observation_chars",
     ]
     for key in positive:
@@ -555,10 +556,12 @@ def validate(cfg: TrainConfig) -> None:
             f"rollout.oracle_samples_per_group={cfg.rollout.oracle_samples_per_group}: must be 0 with "
             "rollout.mode=agent (an oracle answer is not an episode)"
         )
-    if cfg.rollout.mode == "agent" and cfg.agent.max_tokens > cfg.rollout.max_model_len:
+    if cfg.agent.max_tokens is not None and cfg.agent.max_tokens < 1:
+        raise ConfigError(f"agent.max_tokens={cfg.agent.max_tokens!r}: must be >= 1 (or null: rollout.max_model_len)")
+    if cfg.rollout.mode == "agent" and (cfg.agent.max_tokens or 0) > cfg.rollout.max_model_len:
         raise ConfigError(
             f"agent.max_tokens ({cfg.agent.max_tokens}) must fit rollout.max_model_len ({cfg.rollout.max_model_len}) "
-            "with rollout.mode=agent: an episode is one sequence"
+            "with rollout.mode=agent: an episode is one sequence (null, the default, is rollout.max_model_len)"
         )
     if cfg.learner.kl_coef < 0 or cfg.learner.clip_eps <= 0:
         raise ConfigError("learner.kl_coef must be >= 0 and learner.clip_eps > 0")

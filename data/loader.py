@@ -138,6 +138,18 @@ class InstanceLoader:
                     f"data.validate --data {self.path} --out DIR` and train on DIR"
                 )
 
+    def require_rows(self, why: str, columns: tuple[str, ...], problem: Callable[..., str | None]) -> None:
+        """Refuse, before anything starts, a dataset with a row that `problem` (called with the
+        row's `columns`, None where a shard lacks one) names a problem of: the file, how many
+        rows, the first one's id and its problem."""
+        for path in self._files:
+            names = pq.ParquetFile(path).schema_arrow.names
+            rows = pq.read_table(path, columns=["instance_id", *(c for c in columns if c in names)]).to_pylist()
+            found = [(r["instance_id"], p) for r in rows if (p := problem(*(r.get(c) for c in columns)))]
+            if found:
+                (first, reason), n = found[0], len(found)
+                raise SchemaError(f"{why}: {path} has {n} of {len(rows)} row(s) it cannot use; {first}: {reason}")
+
     # -- cursor -------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def tests_run(tmp_path_factory, injected) -> SmokeRun:
 @pytest.fixture(scope="session")
 def agent_run(tmp_path_factory) -> SmokeRun:
     """The smoke preset with rollout.mode=agent: 16 episodes a group of up to 3 turns in sandbox
-    sessions (tests/test_agent_mode.py); its agent_* metrics are held to the README's table too."""
+    sessions (tests/test_agent_mode.py); its agent_* metrics are held to docs/metrics.md's table too."""
     from reward.execution import sandbox
 
     if (why := sandbox.available()) is not None:  # episodes act in sandbox sessions

@@ -1,6 +1,10 @@
 """Bad input to the driver ends in one line naming the field, not a traceback or a hang."""
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+
+from data.demo import demo_parquet_path
 
 
 @pytest.mark.parametrize(
@@ -28,3 +32,17 @@ def test_a_hub_id_neither_cached_nor_reachable_is_one_line(train_cli, tmp_path, 
     line = "[error] model.name='acme/missing' (revision 'v2'): not in the Hugging Face cache"
     assert line in proc.stderr and "`hf download acme/missing --revision v2`" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_selfplay_on_instances_checked_out_from_a_clone_is_refused_before_ray(train_cli, tmp_path):
+    """Self-play proves its bugs in an instance's own files: a git-snapshot instance (a converted
+    SWE-bench row, a validated mined PR) is refused at start-up, named, with what to do."""
+    demo = pq.read_table(demo_parquet_path())
+    rows = demo.to_pylist()[:2]
+    rows[1]["environment"] = '{"snapshot": "git"}'
+    path = tmp_path / "git_rows.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=demo.schema), path)
+    proc = train_cli(tmp_path / "run", "trainer.selfplay=true", f"data.path={path}", timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "[error] trainer.selfplay=true: " in proc.stderr and "1 of 2 row(s)" in proc.stderr
+    assert f"{rows[1]['instance_id']}: git_snapshot" in proc.stderr and "Traceback" not in proc.stderr

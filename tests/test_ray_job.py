@@ -56,8 +56,10 @@ def test_every_dashboard_panel_shows_the_run_in_a_real_prometheus(job_run):
     from actors.observe.dashboard import build, query
 
     run = job_run.run_dir.name
-    # The agent panels show rollout.mode=agent runs only; this job is the single-answer smoke run.
-    single = [p for p in build()["panels"] if not all(t["legendFormat"].startswith("agent_") for t in p["targets"])]
+    # The agent panels show rollout.mode=agent runs only, the self-play ones trainer.selfplay runs;
+    # this job is the single-answer smoke run.
+    modes = ("agent_", "selfplay_")
+    single = [p for p in build()["panels"] if not all(t["legendFormat"].startswith(modes) for t in p["targets"])]
     empty = [
         p["title"] for p in single if not any(job_run.panels[t["expr"].replace("$run", run)] for t in p["targets"])
     ]

@@ -5,6 +5,8 @@ the tests prove them in the sandbox, the model repairs the proved ones, and both
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +41,18 @@ def test_a_selfplay_step_proves_the_policys_bugs_and_trains_both_roles(selfplay_
     # Invalid bugs -1; a valid bug that the solver's own samples never fix -alpha (reward/bug_reward.py).
     assert {r["reward"] for r in injector} <= {-1.0, -0.8} and any(r["reward"] == -0.8 for r in injector)
     assert any(r["reward"] == 1.0 for r in solver)  # the oracle's repair, as in any guided step
+
+
+def test_the_selfplay_step_logs_every_selfplay_metric_and_only_documented_ones(selfplay_run):
+    """docs/metrics.md's table against the self-play run, as tests/test_smoke.py holds it against
+    the other runs: every selfplay_* key and prove_s is logged (each rejection reason, 0 included)."""
+    (m,) = [json.loads(line) for line in (selfplay_run / "metrics.jsonl").read_text().splitlines()]
+    table = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+    documented = {
+        k for row in table.splitlines() if row.startswith("| `") for k in re.findall(r"`([a-z_]+)`", row.split("|")[1])
+    }
+    assert set(m) - documented == set(), "logged but not in docs/metrics.md's table"
+    assert {k for k in documented if k.startswith("selfplay_")} | {"prove_s"} <= set(m)
 
 
 def test_selfplay_refuses_what_it_does_not_support():

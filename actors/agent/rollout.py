@@ -256,8 +256,11 @@ def run_agent_episodes(
     cfg: AgentConfig,
     *,
     max_new_tokens: int,
+    max_model_len: int,
 ) -> list[AgentEpisode]:
-    """Every spec's episode, in flight together; the results in the specs' order."""
+    """Every spec's episode, in flight together; the results in the specs' order. An episode's
+    context limit is `cfg.max_tokens`, or with null the engine's whole context, `max_model_len`."""
+    max_tokens = cfg.max_tokens if cfg.max_tokens is not None else max_model_len
     template = Template.of(tokenizer)
 
     def one(spec: EpisodeSpec) -> AgentEpisode:
@@ -269,7 +272,7 @@ def run_agent_episodes(
             with open_session(spec.instance) as session:
                 policy = EnginePolicy(
                     server, tokenizer, template, tokens,
-                    max_new_tokens=max_new_tokens, max_tokens=cfg.max_tokens, seed=spec.seed,
+                    max_new_tokens=max_new_tokens, max_tokens=max_tokens, seed=spec.seed,
                     temperature=spec.temperature,
                 )  # fmt: skip
                 episode = run_episode(policy, session, spec.instance.problem_statement, cfg)

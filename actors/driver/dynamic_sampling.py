@@ -33,7 +33,9 @@ from actors.driver.generation import Group, Rollouts
 from actors.driver.reward_pool import RewardPool, ScoredJob
 from actors.observe.phases import PhaseTimer
 from conf.config import TrainConfig
+from data.loader import InstanceLoader
 from learner.objectives import grpo
+from reward.kinds import REWARDS
 
 Scored = tuple[Group, list[ScoredJob]]  # a group and its completions' scores, in order
 
@@ -72,6 +74,13 @@ def assemble(rounds: Sequence[Sequence[Scored]], num_groups: int) -> tuple[list[
 class GroupSampler:
     def __init__(self, cfg: TrainConfig, rollouts: Rollouts, rewards: RewardPool) -> None:
         self.cfg, self.rollouts, self.rewards = cfg, rollouts, rewards
+
+    @staticmethod
+    def check_data(cfg: TrainConfig, loader: InstanceLoader) -> None:
+        """Refuse, before anything starts, data the step cannot use: a reward kind that runs
+        the tests needs each instance's labels."""
+        if REWARDS.get(cfg.reward.kind).uses_test_pool:
+            loader.require_test_labels(f"reward.kind={cfg.reward.kind}")
 
     def sample(
         self, step: int, policy_version: int, timer: PhaseTimer

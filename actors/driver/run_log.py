@@ -6,8 +6,8 @@ metrics.jsonl is appended to, never rewritten. With `trainer.checkpoint_every` >
 that dies loses the steps logged after its last checkpoint; on resume they run again and their
 new lines carry `"rerun": true` (a step's last line is the one that counts). A driver killed
 between writing a checkpoint and logging its step gets that line from the checkpoint
-(exactly once). The keys are documented in the README's metrics table (a test keeps the two
-equal).
+(exactly once). The keys are documented in docs/metrics.md (tests keep the table equal to the
+keys the code emits and the runs log).
 """
 
 from __future__ import annotations

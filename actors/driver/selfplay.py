@@ -42,11 +42,11 @@ from actors.driver.reward_pool import RewardPool, ScoredJob
 from actors.observe.phases import PhaseTimer
 from actors.rollout.actor import Completion, GenerationRequest, request_seed
 from conf.config import TrainConfig
-from data.bugs.injector import BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
+from data.bugs.injector import REJECTIONS, BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
 from data.bugs.model_bugs import bug_messages
 from data.bugs.mutations import OPERATORS
-from data.bugs.proof import Baseline, inject, read_answers
-from data.loader import PromptItem
+from data.bugs.proof import Baseline, inject, read_answers, why_unusable
+from data.loader import InstanceLoader, PromptItem
 from data.prompt import encode_prompt
 from data.schema import Instance
 from reward.bug_reward import INVALID, injector_reward, solve_rate
@@ -64,6 +64,13 @@ class SelfPlay(GroupSampler):
         super().__init__(cfg, rollouts, rewards)
         self.pool = TestPool(replace(cfg.reward.execution, wall_s=cfg.selfplay.wall_s))
         self.baselines: dict[str, Baseline] = {}  # by baseline_key: each source's runs once a run
+
+    @staticmethod
+    def check_data(cfg: TrainConfig, loader: InstanceLoader) -> None:
+        """GroupSampler's checks, and instances self-play can prove bugs in: their own files
+        hold the whole repository, and they have tests (data/bugs/proof.py why_unusable)."""
+        GroupSampler.check_data(cfg, loader)
+        loader.require_rows("trainer.selfplay=true", ("environment", "test_patch"), why_unusable)
 
     def shutdown(self) -> None:
         self.pool.shutdown()
@@ -195,9 +202,9 @@ class SelfPlay(GroupSampler):
             "selfplay_bugs_guided": guided,
             "selfplay_bugs_valid": sum(1 for r, i in verdicts.values() if i is not None),
         }
-        counts.update(
-            {f"selfplay_rejected_{r}": n for r, n in sorted(reasons.items()) if r not in ("kept", "duplicate")}
-        )
+        # Every reason, 0 included, so that each is a gauge from the first step. A duplicate of a
+        # kept bug is valid (it shares that bug's solve rate): counted in selfplay_bugs_valid.
+        counts.update({f"selfplay_rejected_{r}": reasons[r] for r in REJECTIONS if r != "duplicate"})
         return verdicts, counts
 
     def _injector_scores(

@@ -27,6 +27,7 @@ from typing import Any
 
 from actors.observe.telemetry import ACTOR_TOKENS_GAUGE, EXPORTED, PREFIX
 from conf.io import atomic_write
+from data.bugs.injector import REJECTIONS
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,11 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "Phase times",
         "s",
-        ("data_s", "generate_s", "reward_s", "tests_s", "advantages_s", "train_s", "sync_s", "checkpoint_s", "step_s"),
-        "wall seconds of each phase and of the whole step",
+        (
+            *("data_s", "generate_s", "prove_s", "reward_s", "tests_s", "advantages_s", "train_s", "sync_s"),
+            *("checkpoint_s", "step_s"),
+        ),
+        "wall seconds of each phase and of the whole step; prove_s with trainer.selfplay",
     ),
     Panel("Generation tokens/s", "short", ("gen_tokens_per_s",), "the step's generated tokens over generate_s"),
     Panel(
@@ -144,6 +148,28 @@ PANELS: tuple[Panel, ...] = (
         "percentunit",
         ("agent_engine_busy_fraction", "agent_prefix_cache_hit_rate"),
         "share of the episodes' wall time the engine generated; of the turns' prompt tokens the prefix cache served",
+    ),
+    Panel(
+        "Self-play bugs",
+        "short",
+        (
+            *("selfplay_bugs_proposed", "selfplay_bugs_guided", "selfplay_bugs_valid"),
+            *("selfplay_bugs_solved_groups", "selfplay_left_out"),
+        ),
+        "trainer.selfplay: the injector's answers, the rules bugs among them, those proved, "
+        "those the solver got, valid ones past selfplay.max_bugs (left out of the loss)",
+    ),
+    Panel(
+        "Self-play rejections",
+        "short",
+        tuple(f"selfplay_rejected_{r}" for r in REJECTIONS if r != "duplicate"),
+        "trainer.selfplay: the step's bugs (or sources) not kept, by reason (data/bugs/injector.py REJECTIONS)",
+    ),
+    Panel(
+        "Self-play rewards",
+        "short",
+        ("selfplay_solve_rate", "selfplay_injector_reward"),
+        "trainer.selfplay: mean solve rate of the proved bugs (the solver's own samples); the injector's mean reward",
     ),
     Panel("Progress", "short", ("step", "policy_version"), "step number and updates applied"),
 )

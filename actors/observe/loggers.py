@@ -10,7 +10,7 @@ A logger is a class registered under a name in `LOGGERS`, built once by the run 
 
 TensorBoard and W&B show every number under a group (`reward/`, `learner/`, `timing/`,
 `fleet/`, `sync/`: `metric_group`), keyed by the metrics.jsonl name, so a chart's title is
-the README's metrics table entry. A logger that needs a package beyond the base install names
+docs/metrics.md's entry. A logger that needs a package beyond the base install names
 it in `requires`; `check_installed` refuses such a logger at config time, before Ray starts,
 with the pip command of the extra named like the logger.
 
@@ -115,7 +115,7 @@ _LEARNER = {
 
 def metric_group(key: str) -> str:
     """The chart group of a metrics.jsonl key: reward, learner, timing, sync or fleet."""
-    if key in _REWARD:
+    if key in _REWARD or key.startswith("selfplay_"):  # self-play's bugs and their rewards
         return "reward"
     if key in _LEARNER:
         return "learner"

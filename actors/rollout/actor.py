@@ -210,8 +210,10 @@ class RolloutWorker:
         server = TurnServer(engine)
         queries, hits = self._prefix_counts()
         tokenizer = self.llm.get_tokenizer()
-        limit = self.cfg.max_new_tokens
-        episodes = run_agent_episodes(specs, server, runner.session, tokenizer, first.agent, max_new_tokens=limit)
+        limit, context = self.cfg.max_new_tokens, self.cfg.max_model_len
+        episodes = run_agent_episodes(
+            specs, server, runner.session, tokenizer, first.agent, max_new_tokens=limit, max_model_len=context
+        )
         stats = server.stats
         tokens_per_s = engine.tokens / stats.busy_s if stats.busy_s > 0 else 0.0
         self._tokens_per_s.set(tokens_per_s, tags={"actor_id": self.actor_id})

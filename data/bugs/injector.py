@@ -61,13 +61,28 @@ class BugCandidate:
         return "injected:model" if ops == "model" else f"injected:rules:{ops}"
 
 
+# Why a bug or its source is not kept (data/bugs/proof.py), in the order of the proof: the
+# source (its prompt, clone, tests, baseline), the answer read as a bug, its runs, the instance.
+# Self-play counts each as `selfplay_rejected_<reason>` (actors/driver/selfplay.py).
+REJECTIONS: tuple[str, ...] = (
+    *("prompt_too_long", "git_snapshot", "no_tests", "baseline_failed"),
+    *("malformed", "edit_failed", "edits_outside_code"),
+    *("run_failed", "flaky", "no_test_fails", "file_does_not_matter", "duplicate", "near_duplicate"),
+)
+
+
 @dataclass(frozen=True)
 class BugOutcome:
     candidate: BugCandidate | None  # None: the source itself was rejected (its baseline)
     source_id: str
-    reason: str  # "kept" or why not
+    reason: str  # "kept" or one of REJECTIONS
     instance: Instance | None = None
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        # A new reason is a line in REJECTIONS, so the self-play metrics and the dashboard know it.
+        if self.reason != "kept" and self.reason not in REJECTIONS:
+            raise ValueError(f"BugOutcome.reason {self.reason!r}: not 'kept' nor one of REJECTIONS {REJECTIONS}")
 
 
 def working_tree(inst: Instance) -> dict[str, str]:

@@ -81,6 +81,30 @@ class InProcess:
 Source = Instance | GitSource  # an instance's fixed code (--data) or a repository at a commit (a clone)
 
 
+# Why an instance given without its clone cannot be a source of bugs, and what to do instead.
+UNUSABLE = {
+    "git_snapshot": "its code is a commit of a clone, not its own files: give the clone with "
+    "`python -m data.inject \"reward.execution.repos=['OWNER/NAME=CLONE']\"`",
+    "no_tests": "it has no test patch, so no test can prove a bug",
+}
+
+
+def unusable_source(environment: str | None, test_patch: str | None) -> str | None:
+    """Why an instance (its `environment` JSON and `test_patch`) cannot be a source of bugs
+    proved in its own files (a key of UNUSABLE), or None when it can: its snapshot is its files
+    (the demo set's) and it has tests. Self-play's sources are such instances only."""
+    spec = (EnvSpec.from_json(environment) if environment else None) or EnvSpec()
+    if spec.snapshot != "files":
+        return "git_snapshot"
+    return None if test_patch else "no_tests"
+
+
+def why_unusable(environment: str | None, test_patch: str | None) -> str | None:
+    """`unusable_source`'s reason with what to do, for an error naming the instance."""
+    reason = unusable_source(environment, test_patch)
+    return f"{reason} ({UNUSABLE[reason]})" if reason else None
+
+
 def instance_of(source: Source) -> Instance:
     return source.instance if isinstance(source, GitSource) else source
 
@@ -155,14 +179,10 @@ def inject(
     usable: list[Source] = []
     for source in sources:
         inst = instance_of(source)
-        spec = (EnvSpec.from_json(inst.environment) if inst.environment else None) or EnvSpec()
         if isinstance(source, GitSource):
             usable.append(source)
-        elif spec.snapshot != "files":
-            why = "a git instance's fixed code is no commit: give its clone, reward.execution.repos=[OWNER/NAME=CLONE]"
-            outcomes.append(BugOutcome(None, inst.instance_id, "git_snapshot", detail=why))
-        elif not inst.test_patch:
-            outcomes.append(BugOutcome(None, inst.instance_id, "no_tests"))
+        elif reason := unusable_source(inst.environment, inst.test_patch):
+            outcomes.append(BugOutcome(None, inst.instance_id, reason, detail=UNUSABLE[reason]))
         else:
             usable.append(source)
     keys = [baseline_key(src) for src in usable]

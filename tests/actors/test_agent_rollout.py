@@ -75,7 +75,9 @@ def test_episodes_in_flight_share_the_engine_and_keep_its_tokens(tokenizer, tmp_
     server = TurnServer(engine)
     specs = [EpisodeSpec("0/0/x", 0, instance, 100), EpisodeSpec("0/0/x", 1, instance, 200)]
     start = time.monotonic()
-    slow, quick = run_agent_episodes(specs, server, runner.session, tokenizer, AgentConfig(), max_new_tokens=512)
+    slow, quick = run_agent_episodes(
+        specs, server, runner.session, tokenizer, AgentConfig(), max_new_tokens=512, max_model_len=4096
+    )
     for episode, name in ((slow, "slow"), (quick, "quick")):
         assert episode.infra_error is None and episode.ended_by == "submit"
         assert episode.patch == instance.patch  # both fixed it
@@ -97,7 +99,13 @@ def test_a_session_that_cannot_start_is_an_infrastructure_failure(tokenizer, tmp
     broken = instance.__class__(**{**instance.__dict__, "environment": '{"python": "2.1"}'})
     server = TurnServer(ScriptedEngine(tokenizer, {5: "quick"}))
     (episode,) = run_agent_episodes(
-        [EpisodeSpec("0/0/y", 0, broken, 5)], server, runner.session, tokenizer, AgentConfig(), max_new_tokens=64
+        [EpisodeSpec("0/0/y", 0, broken, 5)],
+        server,
+        runner.session,
+        tokenizer,
+        AgentConfig(),
+        max_new_tokens=64,
+        max_model_len=4096,
     )
     assert episode.infra_error and "2.1" in episode.infra_error and episode.ended_by == "infra"
     assert server.stats.requests == 0 and server.stats.steps == 0  # no turn was generated for it
@@ -110,7 +118,13 @@ def test_a_tree_past_a_session_limit_is_the_policys_not_the_infrastructures(toke
     instance = next(i for i in read_instances("demo", 0) if i.instance_id == "demo__calspan-3")
     server = TurnServer(ScriptedEngine(tokenizer, {9: "deep"}))
     (episode,) = run_agent_episodes(
-        [EpisodeSpec("0/0/z", 0, instance, 9)], server, runner.session, tokenizer, AgentConfig(), max_new_tokens=512
+        [EpisodeSpec("0/0/z", 0, instance, 9)],
+        server,
+        runner.session,
+        tokenizer,
+        AgentConfig(),
+        max_new_tokens=512,
+        max_model_len=4096,
     )
     assert (episode.infra_error, episode.ended_by, episode.patch) == (None, "limit_depth", "")
     assert "nested over 128 deep" in episode.episode["limit"] and len(episode.episode["turns"]) == 3

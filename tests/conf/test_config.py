@@ -32,6 +32,13 @@ def test_clip_ranges_default_to_clip_eps_and_are_set_from_the_command_line():
     assert (dapo.learner.clip_eps, dapo.learner.clip_eps_low, dapo.learner.clip_eps_high) == (0.2, None, 0.28)
 
 
+def test_agent_mode_passes_validation_with_the_defaults_alone():
+    """`python train.py rollout.mode=agent`: an episode's context defaults to the engine's."""
+    cfg = _compose("rollout.mode=agent")
+    assert (cfg.agent.max_tokens, cfg.rollout.max_model_len) == (None, 4096)
+    assert _compose("rollout.mode=agent", "agent.max_tokens=2048").agent.max_tokens == 2048
+
+
 def test_unknown_key_is_rejected_with_its_name():
     with pytest.raises((ConfigCompositionException, ConfigKeyError), match="learner.lrr"):
         _compose("learner.lrr=1")
@@ -58,6 +65,7 @@ def test_unknown_key_is_rejected_with_its_name():
         (dict(agent=dict(max_turns=0)), "agent.max_turns=0: must be >= 1"),
         (dict(agent=dict(max_format_errors=0)), "agent.max_format_errors=0: must be >= 1"),
         (dict(agent=dict(max_tokens=0)), "agent.max_tokens=0: must be >= 1"),
+        (dict(rollout=dict(mode="agent"), agent=dict(max_tokens=8192)), "agent.max_tokens (8192) must fit"),
         (dict(agent=dict(max_observation_chars=0)), "agent.max_observation_chars=0: must be >= 1"),
         (dict(agent=dict(episode_timeout_s=0.0)), "agent.episode_timeout_s=0.0: must be > 0"),
         (dict(agent=dict(command_timeout_s=-1.0)), "agent.command_timeout_s=-1.0: must be > 0"),

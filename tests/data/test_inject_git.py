@@ -1,4 +1,4 @@
-"""python -m data.inject --git (data/bugs/repository.py): bugs injected into a repository at a
+"""python -m data.inject with a clone (data/bugs/repository.py): bugs injected into a repository at a
 commit, with no pull request: the bug is a commit of the clone, the instance's tests are the
 files its labels name, and the instance resolves with its oracle patch and not without."""
 

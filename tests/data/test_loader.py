@@ -3,6 +3,7 @@
 import pyarrow.parquet as pq
 import pytest
 
+from data.bugs.proof import why_unusable
 from data.loader import InstanceLoader, is_heldout
 from data.schema import to_table
 
@@ -102,3 +103,19 @@ def test_a_reward_that_runs_tests_refuses_unlabelled_rows(tmp_path):
     pq.write_table(old, path)
     with pytest.raises(ValueError, match="has 2 of 2 row"):
         InstanceLoader(str(path), CharTokenizer()).require_test_labels("reward.kind=hybrid")
+
+
+def test_selfplay_refuses_instances_it_cannot_prove_bugs_in(tmp_path):
+    """train.py's check with trainer.selfplay=true (data/bugs/proof.py why_unusable): an
+    instance whose snapshot is a git commit is named, before anything starts."""
+    files = dict(_row(0), test_patch="diff --git a/t.py b/t.py\n", environment='{"snapshot": "files"}')
+    git = dict(_row(1), test_patch="diff --git a/t.py b/t.py\n", environment='{"snapshot": "git"}')
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(to_table([files, git]), path)
+    loader = InstanceLoader(str(path), CharTokenizer())
+    with pytest.raises(ValueError, match=r"trainer.selfplay=true: .* has 1 of 2 row\(s\) .*r-1: git_snapshot .*--git"):
+        loader.require_rows("trainer.selfplay=true", ("environment", "test_patch"), why_unusable)
+    pq.write_table(to_table([files]), path)
+    InstanceLoader(str(path), CharTokenizer()).require_rows("x", ("environment", "test_patch"), why_unusable)
+    demo = InstanceLoader("demo", CharTokenizer())
+    demo.require_rows("trainer.selfplay=true", ("environment", "test_patch"), why_unusable)  # the demo set: every row
