@@ -84,9 +84,9 @@ class Probe:
         if self.path.is_file():
             for line in self.path.read_text().splitlines():
                 row = json.loads(line)
-                self.results[row.pop("label")] = {
-                    k: Measurement(**{f: v[f] for f in Measurement.__dataclass_fields__}) for k, v in row.items()
-                }
+                label = row.pop("label")
+                fields = Measurement.__dataclass_fields__
+                self.results[label] = {k: Measurement(**{f: v[f] for f in fields}) for k, v in row.items()}
 
     def before_rl(self, step: int, warm_start: Callable[[], object], push: Callable[[], object]) -> None:
         """Before the first RL step of a run that starts at `step`: a fresh run (step 0) measures

@@ -1,8 +1,13 @@
-"""The run's closing summary (actors/driver/probe.py summary_lines): pure formatting, no Ray."""
+"""The probe and the run's closing summary (actors/driver/probe.py): no Ray, no engine."""
 
 from __future__ import annotations
 
-from actors.driver.probe import Measurement, measure, summary_lines
+from actors.driver.probe import Measurement, Probe, measure, summary_lines
+from actors.driver.reward_pool import ScoredJob
+from actors.rollout.actor import Completion, GenerationRequest, GenerationResult
+from conf import config
+from learner import models
+from reward.core import RewardResult
 
 STEPS = [
     {"step": 1, "reward_mean": -0.25, "format_error_rate": 0.5},
@@ -47,3 +52,47 @@ def test_a_probe_without_warm_start_or_heldout_gives_two_lines():
 
 def test_measure_counts_only_minus_one_as_malformed():
     assert measure([-1.0, 0.0, 0.5, -1.0]) == (-0.375, 0.5)
+
+
+class _Fleet:
+    """Generation without an engine: records each request, one empty completion per sample."""
+
+    def __init__(self) -> None:
+        self.requests: list[GenerationRequest] = []
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        self.requests += requests
+        return [GenerationResult(r.request_id, [Completion([1], [0.0], "", "stop")] * r.n, 0, "fake") for r in requests]
+
+
+class _Rewards:
+    """Scores every sample of a call with the next value of `values`."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = iter(values)
+
+    def score_groups(self, groups) -> list[ScoredJob]:
+        value = next(self.values)
+        return [
+            ScoredJob(f"{g.request_id}/{j}", RewardResult(value)) for g in groups for j in range(len(g.completions))
+        ]
+
+
+def test_every_measurement_samples_the_same_prompts_with_the_same_seeds(tmp_path):
+    cfg = config.TrainConfig()
+    cfg.model.name, cfg.group_size, cfg.trainer.probe_prompts, cfg.data.heldout_fraction = "tiny", 4, 2, 0.2
+    tokenizer = models.tokenizer(models.resolve(cfg.model))
+    fleet = _Fleet()
+    # start: train -1, held-out -1; end: train 0.5, held-out -1
+    probe = Probe(cfg, tokenizer, fleet, _Rewards([-1.0, -1.0, 0.5, -1.0]), tmp_path)  # type: ignore[arg-type]
+    probe.measure("start")
+    results = probe.end()
+    start, end = fleet.requests[:4], fleet.requests[4:]
+    assert [r.seed for r in start] == [r.seed for r in end] and len({r.seed for r in start}) == 4
+    assert [r.prompt_ids for r in start] == [r.prompt_ids for r in end]
+    assert {r.request_id for r in start}.isdisjoint(r.request_id for r in end)
+    heldout = {it.instance_id for it in probe.splits["heldout"]}
+    assert heldout and heldout.isdisjoint(it.instance_id for it in probe.splits["train"])
+    assert results["end"]["train"] == Measurement(0.5, 0.0, 8, 2) and results["end"]["heldout"].format_error_rate == 1.0
+    # A resumed run reads what the first part measured.
+    assert Probe(cfg, tokenizer, fleet, _Rewards([]), tmp_path).results == results  # type: ignore[arg-type]
