@@ -279,10 +279,13 @@ class TrainerConfig:
     dynamic_sampling_max_rounds: int = 3
     # Prompts of each split (training, and held-out when data.heldout_fraction > 0) on which the
     # policy is measured before training, after the SFT warm start and after the last step:
-    # group_size samples each, the same prompts and seeds every time, nothing trained on them.
+    # probe_samples samples each, the same prompts and seeds every time, nothing trained on them.
     # The run's closing summary compares them (actors/driver/probe.py). 0 = no measurement (the
     # summary then compares the first and last RL step's own samples).
     probe_prompts: int = 0
+    # Samples per probe prompt (fewer than a group: the probe only measures, and an untrained
+    # model's samples run to rollout.max_new_tokens).
+    probe_samples: int = 4
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
     # Checkpoints kept (the newest ones): a damaged newest one is skipped on resume for the one
@@ -484,6 +487,7 @@ def validate(cfg: TrainConfig) -> None:
         "rollout.max_new_tokens",
         "trainer.checkpoint_every",
         "trainer.keep_checkpoints",
+        "trainer.probe_samples",
         "agent.max_turns",
         "agent.max_format_errors",
         "agent.max_tokens",

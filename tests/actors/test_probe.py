@@ -80,7 +80,7 @@ class _Rewards:
 
 def test_every_measurement_samples_the_same_prompts_with_the_same_seeds(tmp_path):
     cfg = config.TrainConfig()
-    cfg.model.name, cfg.group_size, cfg.trainer.probe_prompts, cfg.data.heldout_fraction = "tiny", 4, 2, 0.2
+    cfg.model.name, cfg.trainer.probe_samples, cfg.trainer.probe_prompts, cfg.data.heldout_fraction = "tiny", 4, 2, 0.2
     tokenizer = models.tokenizer(models.resolve(cfg.model))
     fleet = _Fleet()
     # start: train -1, held-out -1; end: train 0.5, held-out -1

@@ -24,7 +24,7 @@ def _compose(*overrides: str) -> config.TrainConfig:
 def test_defaults_and_smoke_preset():
     base = _compose()  # the default job: the demo recipe (conf/recipe/demo.yaml) over the schema
     assert base.group_size == 8 and base.trainer.mode == "sync" and base.model.name == "smollm2-135m-instruct"
-    assert (base.learner.sft_steps, base.trainer.probe_prompts, base.model.dtype) == (8, 3, "bfloat16")
+    assert (base.learner.sft_steps, base.trainer.probe_prompts, base.model.dtype) == (16, 3, "bfloat16")
     smoke = _compose("experiment=smoke")  # a group whose default is none: no '+' needed
     assert smoke.model.name == "tiny" and smoke.trainer.steps == 2 and smoke.learner.weight_decay == 0.0
     assert smoke.group_size == 16
