@@ -96,3 +96,13 @@ def test_every_measurement_samples_the_same_prompts_with_the_same_seeds(tmp_path
     assert results["end"]["train"] == Measurement(0.5, 0.0, 8, 2) and results["end"]["heldout"].format_error_rate == 1.0
     # A resumed run reads what the first part measured.
     assert Probe(cfg, tokenizer, fleet, _Rewards([]), tmp_path).results == results  # type: ignore[arg-type]
+
+
+def test_without_probe_prompts_nothing_is_generated_and_the_warm_start_still_runs(tmp_path):
+    cfg, fleet, calls = config.TrainConfig(), _Fleet(), []
+    cfg.learner.sft_steps = 1
+    probe = Probe(cfg, None, fleet, _Rewards([]), tmp_path)  # type: ignore[arg-type]
+    probe.before_rl(0, lambda: calls.append("sft"), lambda: calls.append("push"))
+    probe.before_rl(3, lambda: calls.append("sft"), lambda: calls.append("push"))  # resumed: no warm start
+    assert calls == ["sft", "push", "push"] and probe.end() == {} and fleet.requests == []
+    assert not (tmp_path / "probe.jsonl").exists()
