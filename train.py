@@ -40,7 +40,7 @@ from actors.driver.agent_metrics import agent_metrics
 from actors.driver.dynamic_sampling import GroupSampler
 from actors.driver.generation import Rollouts, group_advantages, overlong_penalty, train_samples, valid_samples
 from actors.driver.reward_pool import RewardPool
-from actors.driver.run_log import RunLog, merged, step_metrics
+from actors.driver.run_log import Probe, RunLog, merged, step_metrics
 from actors.driver.selfplay import SelfPlay
 from actors.driver.weight_sync import SyncCheck, WeightSync
 from actors.observe.phases import PhaseTimeout, PhaseTimer
@@ -90,6 +90,7 @@ class Trainer:
         self.fleet = RolloutFleet(cfg.rollout, run, catch_up=self.weights.catch_up)
         self.rewards = RewardPool(cfg.reward)
         self.fleet.wait_ready()
+        self.probe = Probe(cfg, self.tokenizer, self.fleet, self.rewards, self.run_dir)
         self.rollouts = Rollouts(cfg, self.loader, self.fleet, self.tokenizer)
         self.sampler = sampler(cfg, self.rollouts, self.rewards)
         self.advantage = ADVANTAGES.get(cfg.learner.advantage)
@@ -100,9 +101,8 @@ class Trainer:
         log.info("[setup] ready: every actor started; step %d of %d next", self.step + 1, cfg.trainer.steps)
 
     def fit(self) -> None:
-        if self.step == 0 and self.cfg.learner.sft_steps > 0:
-            warm_start(self.cfg, self.learner, self.tokenizer, self.run_dir)
-        self.weights.push(self.fleet, self.policy_version)  # engines start from the learner's weights
+        warm = lambda: warm_start(self.cfg, self.learner, self.tokenizer, self.run_dir)  # noqa: E731
+        self.probe.before_rl(self.step, warm, lambda: self.weights.push(self.fleet, self.policy_version))
         while self.step < self.cfg.trainer.steps:
             self.scale_fleet()
             metrics = self.train_step()
@@ -116,7 +116,7 @@ class Trainer:
                     )
                 metrics = merged(metrics, timer.seconds)
             self.log.write(metrics)
-        self.log.finish(self.step)
+        self.log.finish(self.step, self.probe)
 
     def train_step(self) -> dict[str, Any]:
         cfg, timer = self.cfg, PhaseTimer()

@@ -292,6 +292,15 @@ class TrainerConfig:
     # Most extra generate-and-score rounds per step with dynamic_sampling; short of groups with
     # signal after them, the step trains on what it has plus flat groups (no gradient).
     dynamic_sampling_max_rounds: int = 3
+    # Prompts of each split (training, and held-out when data.heldout_fraction > 0) on which the
+    # policy is measured before training, after the SFT warm start and after the last step:
+    # probe_samples samples each, the same prompts and seeds every time, nothing trained on them.
+    # The run's closing summary compares them (actors/driver/probe.py). 0 = no measurement (the
+    # summary then compares the first and last RL step's own samples).
+    probe_prompts: int = 0
+    # Samples per probe prompt (fewer than a group: the probe only measures, and an untrained
+    # model's samples run to rollout.max_new_tokens).
+    probe_samples: int = 4
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
     # Checkpoints kept (the newest ones): a damaged newest one is skipped on resume for the one
@@ -521,6 +530,7 @@ def validate(cfg: TrainConfig) -> None:
         "rollout.max_new_tokens",
         "trainer.checkpoint_every",
         "trainer.keep_checkpoints",
+        "trainer.probe_samples",
         "agent.max_turns",
         "agent.max_format_errors",
         "agent.max_observation_chars",
@@ -571,6 +581,13 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"learner.overlong_buffer={cfg.learner.overlong_buffer}: must be in [1, rollout.max_new_tokens="
             f"{cfg.rollout.max_new_tokens}] with learner.overlong=soft"
+        )
+    if cfg.trainer.probe_prompts < 0:
+        raise ConfigError(f"trainer.probe_prompts={cfg.trainer.probe_prompts}: must be >= 0 (0 = no probe)")
+    if cfg.trainer.probe_prompts and (cfg.rollout.mode != "single" or cfg.trainer.selfplay):
+        raise ConfigError(
+            f"trainer.probe_prompts={cfg.trainer.probe_prompts}: the probe samples the paper's single answers; "
+            "set it to 0 with rollout.mode=agent or trainer.selfplay=true"
         )
     if cfg.trainer.dynamic_sampling_max_rounds < 0:
         raise ConfigError(

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from actors.driver.generation import Group
+from actors.driver.probe import Probe, summary_lines
 from actors.driver.reward_pool import ScoredJob
 from actors.observe.dashboard import install_on_head
 from actors.observe.loggers import LOGGERS, Logger, RunInfo
@@ -173,12 +174,22 @@ class RunLog:
                         + "\n"
                     )
 
-    def finish(self, step: int) -> None:
-        log.info("[done] %d steps; Hugging Face export in %s", step, self.run_dir / "hf")
+    def steps(self) -> list[dict[str, Any]]:
+        """The RL steps' metrics lines from metrics.jsonl, one per step (a rerun step's last)."""
+        if not self.metrics_path.is_file():
+            return []
+        rows = [json.loads(line) for line in self.metrics_path.read_text().splitlines() if line.strip()]
+        return sorted({m["step"]: m for m in rows}.values(), key=lambda m: m["step"])
 
-        if not self.metrics_path.is_file():  # trainer.loggers without jsonl: nothing to plot
-            return
-        try:
-            log.info("[done] learning curves in %s", plot_run(self.run_dir))
-        except ImportError:  # matplotlib comes with the `test` extra; the run does not need it
-            log.info("[done] no plot: pip install matplotlib for reward_curve.png")
+    def finish(self, step: int, probe: Probe) -> None:
+        """The closing lines: where the export and the plot are, then what the policy learned
+        (actors/driver/probe.py: the probe's last measurement, then summary_lines)."""
+        probes = probe.end()
+        log.info("[done] %d steps; Hugging Face export in %s", step, self.run_dir / "hf")
+        if self.metrics_path.is_file():  # trainer.loggers without jsonl: nothing to plot
+            try:
+                log.info("[done] learning curves in %s", plot_run(self.run_dir))
+            except ImportError:  # matplotlib comes with the `test` extra; the run does not need it
+                log.info("[done] no plot: pip install matplotlib for reward_curve.png")
+        for line in summary_lines(probes, self.steps()):
+            log.info("%s", line)

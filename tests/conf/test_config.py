@@ -1,13 +1,17 @@
 """The config schema: composition of presets, and validation errors that name the field."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError
 
 from conf import config
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
 
 config.register()
 
@@ -18,11 +22,33 @@ def _compose(*overrides: str) -> config.TrainConfig:
 
 
 def test_defaults_and_smoke_preset():
-    base = _compose()
-    assert base.group_size == 16 and base.trainer.mode == "sync" and base.model.name == "smollm2-135m-instruct"
+    base = _compose()  # the default job: the demo recipe (conf/recipe/demo.yaml) over the schema
+    assert base.group_size == 8 and base.trainer.mode == "sync" and base.model.name == "smollm2-135m-instruct"
+    assert (base.learner.sft_steps, base.trainer.probe_prompts, base.model.dtype) == (16, 3, "bfloat16")
     smoke = _compose("experiment=smoke")  # a group whose default is none: no '+' needed
     assert smoke.model.name == "tiny" and smoke.trainer.steps == 2 and smoke.learner.weight_decay == 0.0
     assert smoke.group_size == 16
+
+
+def _keys_set_by(preset: str) -> set[str]:
+    """The dotted keys a preset file under conf/ sets (its defaults list left out)."""
+
+    def flat(node: object, prefix: str = "") -> set[str]:
+        if not isinstance(node, dict):
+            return {prefix[:-1]}
+        return {k for key, value in node.items() for k in flat(value, f"{prefix}{key}.")}
+
+    node = OmegaConf.to_container(OmegaConf.load(CONF / f"{preset}.yaml"))
+    return {k for k in flat(node or {}) if k and not k.startswith("defaults")}
+
+
+@pytest.mark.parametrize("preset", ["experiment/smoke", "cluster/p5_512", "recipe/none"])
+def test_presets_that_set_their_own_run_do_not_inherit_the_demo_recipe(preset):
+    """Every key the demo recipe sets is, under these presets, the preset's own or the schema's."""
+    cfg, schema = _compose(preset.replace("/", "=")), config.TrainConfig()
+    inherited = _keys_set_by("recipe/demo") - _keys_set_by(preset)
+    assert sorted(k for k in inherited if config.value_at(cfg, k) != config.value_at(schema, k)) == []
+    assert "learner.sft_steps" in inherited and cfg.trainer.probe_prompts == 0
 
 
 def test_clip_ranges_default_to_clip_eps_and_are_set_from_the_command_line():
