@@ -296,7 +296,8 @@ class TrainerConfig:
     # policy is measured before training, after the SFT warm start and after the last step:
     # probe_samples samples each, the same prompts and seeds every time, nothing trained on them.
     # The run's closing summary compares them (actors/driver/probe.py). 0 = no measurement (the
-    # summary then compares the first and last RL step's own samples).
+    # summary then compares the first and last RL step's own samples). The probe samples single
+    # answers: with rollout.mode=agent or trainer.selfplay=true it is off, said at start-up.
     probe_prompts: int = 0
     # Samples per probe prompt (fewer than a group: the probe only measures, and an untrained
     # model's samples run to rollout.max_new_tokens).
@@ -584,11 +585,6 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.trainer.probe_prompts < 0:
         raise ConfigError(f"trainer.probe_prompts={cfg.trainer.probe_prompts}: must be >= 0 (0 = no probe)")
-    if cfg.trainer.probe_prompts and (cfg.rollout.mode != "single" or cfg.trainer.selfplay):
-        raise ConfigError(
-            f"trainer.probe_prompts={cfg.trainer.probe_prompts}: the probe samples the paper's single answers; "
-            "set it to 0 with rollout.mode=agent or trainer.selfplay=true"
-        )
     if cfg.trainer.dynamic_sampling_max_rounds < 0:
         raise ConfigError(
             f"trainer.dynamic_sampling_max_rounds={cfg.trainer.dynamic_sampling_max_rounds}: must be >= 0"

@@ -71,6 +71,9 @@ class Probe:
     def __init__(self, cfg: TrainConfig, tokenizer: Any, fleet: RolloutFleet, rewards: RewardPool, run_dir: Path):
         self.cfg, self.fleet, self.rewards, self.path = cfg, fleet, rewards, run_dir / "probe.jsonl"
         n = cfg.trainer.probe_prompts
+        if n and (cfg.rollout.mode != "single" or cfg.trainer.selfplay):  # it samples single answers
+            log.info("[probe] off: trainer.probe_prompts measures single answers, not agent episodes or self-play")
+            n = 0
         self.splits: dict[str, list[PromptItem]] = {}  # none with trainer.probe_prompts=0: no probe
         if n:
             train = InstanceLoader.from_config(cfg.data, tokenizer, seed=cfg.seed)

@@ -106,3 +106,17 @@ def test_without_probe_prompts_nothing_is_generated_and_the_warm_start_still_run
     probe.before_rl(3, lambda: calls.append("sft"), lambda: calls.append("push"))  # resumed: no warm start
     assert calls == ["sft", "push", "push"] and probe.end() == {} and fleet.requests == []
     assert not (tmp_path / "probe.jsonl").exists()
+
+
+def test_the_probe_is_off_for_agent_episodes_and_self_play(tmp_path):
+    """The probe samples single answers: the default recipe's probe_prompts does not stop
+    `rollout.mode=agent` or self-play, nothing is sampled for it there."""
+    for mode, selfplay in (("agent", False), ("single", True)):
+        cfg, fleet = config.TrainConfig(), _Fleet()
+        cfg.trainer.probe_prompts, cfg.rollout.mode, cfg.trainer.selfplay = 3, mode, selfplay
+        if mode == "agent":
+            config.validate(cfg)  # accepted, not refused
+        probe = Probe(cfg, None, fleet, _Rewards([]), tmp_path)  # type: ignore[arg-type]
+        assert probe.splits == {}
+        probe.before_rl(0, lambda: None, lambda: None)
+        assert probe.end() == {} and fleet.requests == []

@@ -42,13 +42,13 @@ def _keys_set_by(preset: str) -> set[str]:
     return {k for k in flat(node or {}) if k and not k.startswith("defaults")}
 
 
-@pytest.mark.parametrize("preset", ["experiment/smoke", "cluster/p5_512", "recipe/none"])
+@pytest.mark.parametrize("preset", ["experiment/smoke", "cluster/p5_512", "cluster/gpu_node", "recipe/none"])
 def test_presets_that_set_their_own_run_do_not_inherit_the_demo_recipe(preset):
     """Every key the demo recipe sets is, under these presets, the preset's own or the schema's."""
     cfg, schema = _compose(preset.replace("/", "=")), config.TrainConfig()
     inherited = _keys_set_by("recipe/demo") - _keys_set_by(preset)
     assert sorted(k for k in inherited if config.value_at(cfg, k) != config.value_at(schema, k)) == []
-    assert "learner.sft_steps" in inherited and cfg.trainer.probe_prompts == 0
+    assert "trainer.probe_prompts" in inherited and cfg.trainer.probe_prompts == 0
 
 
 def test_clip_ranges_default_to_clip_eps_and_are_set_from_the_command_line():
