@@ -113,7 +113,9 @@ def test_selfplay_refuses_instances_it_cannot_prove_bugs_in(tmp_path):
     path = tmp_path / "mixed.parquet"
     pq.write_table(to_table([files, git]), path)
     loader = InstanceLoader(str(path), CharTokenizer())
-    with pytest.raises(ValueError, match=r"trainer.selfplay=true: .* has 1 of 2 row\(s\) .*r-1: git_snapshot .*--git"):
+    with pytest.raises(
+        ValueError, match=r"trainer.selfplay=true: .* has 1 of 2 row\(s\) .*r-1: git_snapshot .*reward.execution.repos="
+    ):
         loader.require_rows("trainer.selfplay=true", ("environment", "test_patch"), why_unusable)
     pq.write_table(to_table([files]), path)
     InstanceLoader(str(path), CharTokenizer()).require_rows("x", ("environment", "test_patch"), why_unusable)
