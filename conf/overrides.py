@@ -21,7 +21,9 @@ sections in its own schema (conf/eval.py).
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from conf.config import ConfigError, ExecutionConfig, RayConfig
+from conf.errors import UserError, fail
 
 # A dotted schema key's override (`reward.execution.wall_s=30`): what is not a flag or its value.
 _OVERRIDE = re.compile(r"^\+?[A-Za-z_]\w*(\.\w+)+=")
@@ -160,3 +163,17 @@ def pool_config(
     """(the command's own arguments, the pool's ExecutionConfig, the Ray address) of `argv`."""
     rest, typed = parse(argv, command, pool_sections(base), FORMER_FLAGS)
     return rest, check_pool(typed["reward"].execution), typed["ray"].address
+
+
+def parse_pool_command(
+    parser: argparse.ArgumentParser, argv: list[str] | None, base: ExecutionConfig | None = None
+) -> tuple[argparse.Namespace, ExecutionConfig, str]:
+    """A test-pool command's (flags, pool, Ray address) from `argv` (None: the process's own):
+    its own flags through `parser`, the overrides through pool_config, a bad one ending the
+    command with one line."""
+    parser.epilog = "and key=value overrides of reward.execution.* and ray.address, as in training (conf/overrides.py)"
+    try:
+        rest, execution, address = pool_config(sys.argv[1:] if argv is None else argv, parser.prog, base)
+    except UserError as exc:
+        fail(parser.prog, str(exc))
+    return parser.parse_args(rest), execution, address

@@ -163,12 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, default=0, help="validate at most this many instances (0 = all)")
     parser.add_argument("--overwrite", action="store_true", help="replace a dataset already in --out")
-    parser.epilog = "and key=value overrides of reward.execution.* and ray.address, as in training (conf/overrides.py)"
-    try:
-        rest, cfg, ray_address = overrides.pool_config(sys.argv[1:] if argv is None else argv, parser.prog)
-    except UserError as exc:
-        fail(parser.prog, str(exc))
-    args = parser.parse_args(rest)
+    args, cfg, ray_address = overrides.parse_pool_command(parser, argv)
     logs.setup()
     try:
         derive = args.environment == "derive"

@@ -57,12 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instances", required=True, help="Parquet file or directory of instances, or 'demo'")
     parser.add_argument("--predictions", required=True, help="SWE-bench predictions, JSONL or a JSON list")
     parser.add_argument("--out", required=True, help="directory for report.json and logs/")
-    parser.epilog = "and key=value overrides of reward.execution.* and ray.address, as in training"
-    try:
-        rest, cfg, ray_address = overrides.pool_config(sys.argv[1:] if argv is None else argv, parser.prog)
-    except UserError as exc:
-        fail(parser.prog, str(exc))
-    args = parser.parse_args(rest)
+    args, cfg, ray_address = overrides.parse_pool_command(parser, argv)
     logs.setup()
 
     try:
