@@ -605,9 +605,17 @@ def convert(rows: list[str], clones: list[str], out_dir: str, mined: list[str], 
     return manifest
 
 
+def as_official(ids: list[str], bare: bool) -> set[str]:
+    """Test ids made here in the form official labels have them: pytest node ids as they are,
+    or, where the official labels are bare function names (SWE-bench's sympy log parser reads
+    `bin/test`'s console, which prints `test_x ok`), the function name of each."""
+    return {t.rsplit("::", 1)[-1] for t in ids} if bare else set(ids)
+
+
 def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
     """Per instance: the validated FAIL_TO_PASS vs the official one (equal, or the tests only
-    one side has), and how much of the official PASS_TO_PASS the validated one covers."""
+    one side has), how much of the official PASS_TO_PASS the validated one covers, and the
+    official tests validation found needing the internet (its needs_network)."""
 
     official = {i.instance_id: i for i in read_instances(official_dir, 0)}
     labels_path = Path(validated_dir) / "_labels.json"
@@ -618,8 +626,11 @@ def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
         if d is None:
             report[iid] = {"outcome": "not_validated"}
             continue
-        f_off, f_der = set(inst.fail_to_pass or ()), set(d["FAIL_TO_PASS"])
-        p_off, p_der = set(inst.pass_to_pass or ()), set(d["PASS_TO_PASS"])
+        f_off, p_off = set(inst.fail_to_pass or ()), set(inst.pass_to_pass or ())
+        bare = not any("::" in t for t in f_off | p_off)  # sympy's labels: function names
+        f_der, p_der, network = (
+            as_official(d.get(k) or [], bare) for k in ("FAIL_TO_PASS", "PASS_TO_PASS", "needs_network")
+        )
         report[iid] = {
             "outcome": d["outcome"],
             "reason": d["reason"],
@@ -630,6 +641,7 @@ def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
             "pass_to_pass_derived": len(p_der),
             "pass_to_pass_official_covered": len(p_off & p_der),
             "pass_to_pass_official_missing": sorted(p_off - p_der)[:20],
+            "official_needing_network": sorted((f_off | p_off) & network),
             "flaky": d["flaky"],
         }
     return report

@@ -157,3 +157,38 @@ def test_a_refused_pre_install_step_that_changes_nothing_at_the_base_commit_is_d
     # a step read as a requirement stays one, no-op or not (sphinx's pins keep their environments)
     pin = "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py"
     assert _without_noops({**spec, "pre_install": [pin]}, {}.get)[1] == []
+
+
+def test_compare_reads_bare_official_names_and_names_official_tests_needing_the_network(tmp_path):
+    """SWE-bench's sympy labels are function names (`test_issue_17851`) where validation here
+    writes pytest node ids; an official test that validation found needing the internet is named."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from data.demo import load_demo_rows
+    from data.schema import to_table
+    from data.swebench_exec import compare
+
+    row = load_demo_rows()[0]
+    bare = dict(row, FAIL_TO_PASS=["test_issue_17851"], PASS_TO_PASS=["test_a", "test_b", "test_net"])
+    nodes = dict(row, instance_id="o__r-2", FAIL_TO_PASS=["t.py::test_f"], PASS_TO_PASS=["t.py::test_net"])
+    (tmp_path / "official").mkdir()
+    pq.write_table(to_table([bare, nodes]), tmp_path / "official" / "shard-00000.parquet")
+    f = "sympy/tensor/array/tests/test_ndim_array.py::"
+    labels = [
+        {"instance_id": row["instance_id"], "outcome": "kept", "reason": "", "flaky": [],
+         "FAIL_TO_PASS": [f + "test_issue_17851", f + "test_issue_and_18715"], "PASS_TO_PASS": [f + "test_a"],
+         "needs_network": [f + "test_net"]},
+        {"instance_id": "o__r-2", "outcome": "kept", "reason": "", "flaky": [],
+         "FAIL_TO_PASS": ["t.py::test_f"], "PASS_TO_PASS": [], "needs_network": ["t.py::test_net"]},
+    ]  # fmt: skip
+    (tmp_path / "validated").mkdir()
+    (tmp_path / "validated" / "_labels.json").write_text(json.dumps(labels))
+    report = compare(str(tmp_path / "official"), str(tmp_path / "validated"))
+    sympy_like = report[row["instance_id"]]
+    assert sympy_like["fail_to_pass_official_only"] == [] and sympy_like["fail_to_pass_derived_only"] == [
+        "test_issue_and_18715"
+    ]
+    assert sympy_like["pass_to_pass_official_covered"] == 1 and sympy_like["official_needing_network"] == ["test_net"]
+    assert report["o__r-2"]["fail_to_pass_equal"] and report["o__r-2"]["official_needing_network"] == ["t.py::test_net"]
