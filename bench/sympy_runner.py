@@ -15,7 +15,8 @@ and the test patch applied as a test run applies them:
 
 and the harness's own test run of the same patch (pytest, the verdict reward.execute gives).
 Prints one JSON object per instance and patch: the labelled tests (FAIL_TO_PASS, PASS_TO_PASS,
-bare names) whose status differs between the two runners, the harness's verdict, and the tests
+bare names) that pass under one runner and not the other (and those that fail under both, in
+different words: `error` there, `failed` here), the harness's verdict, and the tests
 that a reader of only the lines ending " ok", " F" or " E" does not see (hidden_by_file_status:
 the last test of each file, whose line ends with the file's `[OK]` or `[FAIL]`).
 """
@@ -62,6 +63,18 @@ def hidden_by_file_status(log: str) -> list[str]:
     return [m.group(1) for line in log.splitlines() if (m := _LINE.match(line.strip())) and line.rstrip().endswith("]")]
 
 
+def differences(native: dict[str, str], harness: dict[str, str], labelled: list[str]) -> dict[str, Any]:
+    """The labelled tests that pass under one runner and not the other (labelled_differing: a
+    verdict differs), and those that fail under both in different words (an exception other
+    than an AssertionError is `error` under bin/test, `failed` under pytest: no verdict
+    differs). Each test: [its outcome under bin/test, under the harness] ("missing": none)."""
+    pairs = {t: [native.get(t, "missing"), harness.get(t, "missing")] for t in labelled}
+    return {
+        "labelled_differing": {t: p for t, p in pairs.items() if (p[0] == "passed") != (p[1] == "passed")},
+        "labelled_failing_differently": {t: p for t, p in pairs.items() if "passed" not in p and p[0] != p[1]},
+    }
+
+
 def compare(inst: Instance, patch: str, runner: Runner, snapshot: Path, timeout_s: float) -> dict[str, Any]:
     """One patch under both runners (module docstring)."""
     files = test_files(inst.test_patch)
@@ -72,13 +85,12 @@ def compare(inst: Instance, patch: str, runner: Runner, snapshot: Path, timeout_
     harness = runner.run(TestJob(inst, patch, job_id=inst.instance_id))
     bare = {t.split("::")[-1]: o for t, o in harness.outcomes.items()}
     labelled = [t.split("::")[-1] for t in (*(inst.fail_to_pass or ()), *(inst.pass_to_pass or ()))]
-    differing = {t: [native.get(t, "missing"), bare.get(t, "missing")] for t in labelled}
     return {
         "bin_test_exit": ran.exit_code,
         "harness_status": harness.status,
         "harness_resolved": harness.resolved,
         "labelled": len(labelled),
-        "labelled_differing": {t: pair for t, pair in differing.items() if pair[0] != pair[1]},
+        **differences(native, bare, labelled),
         "hidden_by_file_status": hidden_by_file_status(ran.output),
     }
 

@@ -4,7 +4,7 @@ tests whose line ends with their file's status, which a reader of lines ending "
 
 from __future__ import annotations
 
-from bench.sympy_runner import bin_test_outcomes, hidden_by_file_status
+from bench.sympy_runner import bin_test_outcomes, differences, hidden_by_file_status
 
 LOG = """\
 ============================= test process starts ==============================
@@ -31,3 +31,12 @@ def test_each_test_has_its_status_and_the_last_of_each_file_is_named():
         "test_var_return": "passed",
     }
     assert hidden_by_file_status(LOG) == ["test_issue_and_18715", "test_var_return"]
+
+
+def test_a_verdict_differs_only_where_a_test_passes_under_one_runner_alone():
+    native = {"test_a": "passed", "test_b": "error", "test_c": "failed", "test_d": "passed"}
+    harness = {"test_a": "passed", "test_b": "failed", "test_c": "passed"}
+    assert differences(native, harness, ["test_a", "test_b", "test_c", "test_d"]) == {
+        "labelled_differing": {"test_c": ["failed", "passed"], "test_d": ["passed", "missing"]},
+        "labelled_failing_differently": {"test_b": ["error", "failed"]},
+    }
