@@ -22,7 +22,8 @@ from conf.errors import UserError
 
 # 2: appended the nullable provenance fields problem_source, linked_issues, pr_number, created_at.
 # 3: appended FAIL_TO_PASS, PASS_TO_PASS and environment (running the tests; reward/execution/).
-SCHEMA_VERSION = 3
+# 4: appended needs_network (tests left out of the labels because they need the internet).
+SCHEMA_VERSION = 4
 
 # One file: its repository-relative path and its full text. Lists of these keep file order
 # (changed files first), which a map type would not guarantee; the prompt does not show the
@@ -75,6 +76,11 @@ INSTANCE_SCHEMA = pa.schema(
         # How to rebuild the tests' environment: a JSON object (reward/execution/environments.py,
         # EnvSpec: snapshot source, Python, requirements, resolution date, import path).
         pa.field("environment", pa.string(), nullable=True),
+        # Appended in version 4 (nullable: v3 shards load with it null = not known):
+        # Tests of the instance's test files that failed on the network (no internet in the
+        # sandbox) after the oracle patch, so they are in neither FAIL_TO_PASS nor PASS_TO_PASS:
+        # what they check is not checked here; written by `python -m data.validate`.
+        pa.field("needs_network", pa.list_(pa.string()), nullable=True),
     ],
     metadata={"swe_rl.schema_version": str(SCHEMA_VERSION)},
 )
@@ -152,12 +158,14 @@ class Instance:
     fail_to_pass: tuple[str, ...] | None = None  # FAIL_TO_PASS
     pass_to_pass: tuple[str, ...] | None = None  # PASS_TO_PASS
     environment: str | None = None  # JSON (reward.execution.environments.EnvSpec)
+    needs_network: tuple[str, ...] | None = None  # left out of the labels: they need the internet
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], where: str = "instance") -> Instance:
         """A stored row (dict of the schema's fields) -> Instance; SchemaError names a bad field."""
         validate_instance(row, where)
         issues, f2p, p2p = row.get("linked_issues"), row.get("FAIL_TO_PASS"), row.get("PASS_TO_PASS")
+        network = row.get("needs_network")
         return cls(
             instance_id=row["instance_id"],
             repo=row["repo"],
@@ -174,6 +182,7 @@ class Instance:
             fail_to_pass=None if f2p is None else tuple(f2p),
             pass_to_pass=None if p2p is None else tuple(p2p),
             environment=row.get("environment"),
+            needs_network=None if network is None else tuple(network),
         )
 
     def to_row(self) -> dict[str, Any]:
@@ -186,6 +195,7 @@ class Instance:
             ("linked_issues", self.linked_issues),
             ("FAIL_TO_PASS", self.fail_to_pass),
             ("PASS_TO_PASS", self.pass_to_pass),
+            ("needs_network", self.needs_network),
         ):
             row[name] = None if value is None else list(value)
         return row

@@ -44,7 +44,12 @@ repository is that repository's row in repos.py. A spec becomes:
                    `runner_only_requirements_dropped`)
     pre_install    django's (1.7 to 3.2) only generates the en_US.UTF-8 locale: not run, the
                    sandbox's LANG is C.UTF-8 (noted `locale_as_c_utf8`); any other apt step
-                   drops the row as needs_apt, naming the packages
+                   drops the row as needs_apt, naming the packages; a step the harness does
+                   not read (pre_install_requirements) that changes nothing at the row's base
+                   commit (a sed whose pattern is in no line of its file: pytest 6.3's
+                   `s/>=>=/>=/` on setup.cfg, a typo only some commits of that line carry) is
+                   dropped, noted `pre_install_noop` (noop_steps reads the file as text; the
+                   spec's shell never runs on the host)
     undated        the row's `test_data`: pydicom's tests download their data files at run
                    time, offline they need the pydicom-data package
     services       the row's stand-ins (reward/execution/services.py): requests' old
@@ -279,6 +284,46 @@ def pre_install_requirements(steps: list[str]) -> list[str]:
     return out
 
 
+def _sed_regex(pattern: str) -> re.Pattern[str] | None:
+    """A sed basic regular expression as Python's (None when it is not one this reads): in a
+    BRE `+ ? ( ) { } |` are literal and `\\(` groups; `. * [ ] ^ $` mean what they mean here."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append(nxt if nxt in "(){}|+?" else re.escape(nxt))
+            i += 2
+            continue
+        out.append(re.escape(c) if c in "+?(){}|" else c)
+        i += 1
+    try:
+        return re.compile("".join(out))
+    except re.error:
+        return None
+
+
+def noop_steps(steps: list[str], read: declared.Reader) -> list[str]:
+    """The pre_install steps that change nothing in the tree `read` reads (the row's base commit,
+    where SWE-bench's harness runs them before the install): a `sed -i 's/OLD/NEW/' FILE` whose
+    OLD matches no line of FILE (or FILE is absent), `grep -q X FILE && sed ...` whose X is not
+    in FILE. Such a step is dropped, not run: what it would repair is not there (pytest 6.3's
+    `s/>=>=/>=/` on setup.cfg, a typo of some commits of that line and not of others). Read as
+    text here; nothing of the spec's shell runs on the host."""
+    out = []
+    for step in steps:
+        m = _SED.fullmatch(step.strip())
+        if m is None or (m.group(1) and m.group(1) != m.group(5)):
+            continue
+        text = read(m.group(5))
+        guard = re.match(r"grep -q '([^']*)' ", step.strip())
+        regex = _sed_regex(m.group(3))
+        absent = text is None or bool(guard and guard.group(1) not in text)
+        if absent or (regex is not None and not any(regex.search(line) for line in (text or "").splitlines())):
+            out.append(step)
+    return out
+
+
 def locale_only(spec: dict[str, Any]) -> bool:
     """Whether a spec's pre_install steps only generate the en_US.UTF-8 locale (django 1.7 to
     3.2): the sandbox runs with LANG=C.UTF-8, UTF-8 as that locale is (what the old interpreters
@@ -432,6 +477,8 @@ class Converter:
                 notes += ["test_patch_from_pr_ref", *(["non_code_files_ignored"] if found[1] else [])]
             if not test_patch:
                 raise Drop("no_test_patch", f"{where}: no test patch in the row, none matched")
+            spec, noops = _without_noops(spec, _git_reader(repo, row["base_commit"]))
+            notes += ["pre_install_noop"] if noops else []
             paths = self.specs[row["repo"]].get("requirements_paths", [])
             resolved_as_of = max(d for d in (created, setup_date) if d) if created or setup_date else None
             env = environment(
@@ -468,6 +515,27 @@ class Converter:
             environment=env.to_json(),
         )
         return out, notes
+
+
+def _without_noops(spec: dict[str, Any], read: declared.Reader) -> tuple[dict[str, Any], list[str]]:
+    """The spec without the pre_install steps the harness would refuse (pre_install_requirements)
+    that change nothing at the base commit (noop_steps), and those steps. A step the harness
+    reads as a requirement stays one, no-op or not: the environments validated with it keep
+    their cache keys."""
+    steps = list(spec.get("pre_install") or [])
+    refused = [s for s in steps if not _reads_as_requirement(s)]
+    dropped = noop_steps(refused, read)
+    if not dropped:
+        return spec, []
+    return {**spec, "pre_install": [s for s in steps if s not in dropped]}, dropped
+
+
+def _reads_as_requirement(step: str) -> bool:
+    try:
+        pre_install_requirements([step])
+    except Drop:
+        return False
+    return True
 
 
 def _labels(value: Any) -> list[str] | None:
@@ -537,9 +605,17 @@ def convert(rows: list[str], clones: list[str], out_dir: str, mined: list[str], 
     return manifest
 
 
+def as_official(ids: list[str], bare: bool) -> set[str]:
+    """Test ids made here in the form official labels have them: pytest node ids as they are,
+    or, where the official labels are bare function names (SWE-bench's sympy log parser reads
+    `bin/test`'s console, which prints `test_x ok`), the function name of each."""
+    return {t.rsplit("::", 1)[-1] for t in ids} if bare else set(ids)
+
+
 def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
     """Per instance: the validated FAIL_TO_PASS vs the official one (equal, or the tests only
-    one side has), and how much of the official PASS_TO_PASS the validated one covers."""
+    one side has), how much of the official PASS_TO_PASS the validated one covers, and the
+    official tests validation found needing the internet (its needs_network)."""
 
     official = {i.instance_id: i for i in read_instances(official_dir, 0)}
     labels_path = Path(validated_dir) / "_labels.json"
@@ -550,8 +626,11 @@ def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
         if d is None:
             report[iid] = {"outcome": "not_validated"}
             continue
-        f_off, f_der = set(inst.fail_to_pass or ()), set(d["FAIL_TO_PASS"])
-        p_off, p_der = set(inst.pass_to_pass or ()), set(d["PASS_TO_PASS"])
+        f_off, p_off = set(inst.fail_to_pass or ()), set(inst.pass_to_pass or ())
+        bare = not any("::" in t for t in f_off | p_off)  # sympy's labels: function names
+        f_der, p_der, network = (
+            as_official(d.get(k) or [], bare) for k in ("FAIL_TO_PASS", "PASS_TO_PASS", "needs_network")
+        )
         report[iid] = {
             "outcome": d["outcome"],
             "reason": d["reason"],
@@ -562,6 +641,7 @@ def compare(official_dir: str, validated_dir: str) -> dict[str, Any]:
             "pass_to_pass_derived": len(p_der),
             "pass_to_pass_official_covered": len(p_off & p_der),
             "pass_to_pass_official_missing": sorted(p_off - p_der)[:20],
+            "official_needing_network": sorted((f_off | p_off) & network),
             "flaky": d["flaky"],
         }
     return report

@@ -12,10 +12,13 @@ the sandbox on the test-runner pool (reward/execution/pool.py) three times:
 
 FAIL_TO_PASS = tests that do not pass before and pass in both after runs; PASS_TO_PASS = tests
 that pass in all three. A test whose two after runs disagree is flaky and kept out of both
-(counted). An instance is kept when it has at least one FAIL_TO_PASS test; kept instances are
-written as schema-v3 Parquet shards (FAIL_TO_PASS, PASS_TO_PASS and the environment they were
-validated in) with `_manifest.json`, which counts every outcome and keeps the first examples of
-each:
+(counted). A test that does not pass after the fix because it failed on the network (the
+sandbox has none but its own loopback; NETWORK_ERROR) is in neither set: it is named in the
+instance's `needs_network` (counted in the manifest's `needs_network_tests`), so what it checks
+is known to be unchecked here. An instance is kept when it has at least one FAIL_TO_PASS test;
+kept instances are written as schema-v4 Parquet shards (FAIL_TO_PASS, PASS_TO_PASS,
+needs_network and the environment they were validated in) with `_manifest.json`, which counts
+every outcome and keeps the first examples of each:
 
     kept, no_test_patch, env_failed, no_interpreter, no_snapshot, test_patch_fails (the test
     patch does not apply to the snapshot: not the tree it was written for), oracle_fails (the
@@ -66,7 +69,10 @@ EXAMPLES = 5  # per outcome, in the manifest
 # namespace whose loopback is down too), so these tests cannot pass there, fixed or not.
 NETWORK_ERROR = re.compile(
     r"ConnectionError|NewConnectionError|Max retries exceeded|Network is unreachable|Connection refused|"
-    r"Name or service not known|Temporary failure in name resolution|Cannot assign requested address|ProxyError"
+    r"Name or service not known|Temporary failure in name resolution|Cannot assign requested address|ProxyError|"
+    # the recorder's own note: the test looked up or connected to a host beyond the loopback
+    # (bootstrap.py: NetworkWatch), whatever its assertion says (sphinx's linkcheck tests)
+    r"\[tried the network: "
 )
 
 
@@ -77,6 +83,7 @@ class Labels:
     pass_to_pass: tuple[str, ...] = ()
     flaky: tuple[str, ...] = ()
     reason: str = ""
+    needs_network: tuple[str, ...] = ()  # failed on the network after the fix: in neither label
 
 
 def label(before: object, after: Iterable[object]) -> Labels:
@@ -97,9 +104,19 @@ def label(before: object, after: Iterable[object]) -> Labels:
     passed_after = {t for t in names if all(x.get(t) == "passed" for x in a)} - set(flaky)
     f2p = sorted(t for t in passed_after if b.get(t) != "passed")
     p2p = sorted(t for t in passed_after if b.get(t) == "passed")
+    network = tuple(network_failures(runs[1:], names - passed_after - set(flaky)))
     if not f2p:
-        return Labels("no_fail_to_pass", (), tuple(p2p), tuple(flaky), _why_none(runs[1]))
-    return Labels("kept", tuple(f2p), tuple(p2p), tuple(flaky))
+        return Labels("no_fail_to_pass", (), tuple(p2p), tuple(flaky), _why_none(runs[1]), network)
+    return Labels("kept", tuple(f2p), tuple(p2p), tuple(flaky), needs_network=network)
+
+
+def network_failures(after: list[object], unlabelled: set[str]) -> list[str]:
+    """The tests of `unlabelled` (in neither label) whose failure in an after run was on the
+    network. They are named in the instance (`needs_network`) rather than silently dropped: a
+    patch that breaks what they check is not caught here, where SWE-bench's containers, with
+    the internet, ran them."""
+    failures = [getattr(run, "failures", {}) or {} for run in after]
+    return sorted(t for t in unlabelled if any(NETWORK_ERROR.search(f.get(t, "")) for f in failures))
 
 
 def _why_none(after: object) -> str:
@@ -203,7 +220,13 @@ def main(argv: list[str] | None = None) -> int:
                 examples[lab.outcome].append(f"{inst.instance_id}: {lab.reason}" if lab.reason else inst.instance_id)
             if lab.outcome == "kept":
                 spec = inst.environment or EnvSpec().to_json()
-                row = replace(inst, fail_to_pass=lab.fail_to_pass, pass_to_pass=lab.pass_to_pass, environment=spec)
+                row = replace(
+                    inst,
+                    fail_to_pass=lab.fail_to_pass,
+                    pass_to_pass=lab.pass_to_pass,
+                    environment=spec,
+                    needs_network=lab.needs_network,
+                )
                 writer.write(row.to_row())
     manifest = {
         "source": args.data,
@@ -212,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "counts": dict(counts),
         "examples": dict(examples),
         "flaky_tests": sum(len(lab.flaky) for lab in labels),
+        "needs_network_tests": sum(len(lab.needs_network) for lab in labels if lab.outcome == "kept"),
         "shards": writer.shards,
         "pool": stats,
         "elapsed_s": round(time.monotonic() - started, 1),
@@ -225,12 +249,14 @@ def main(argv: list[str] | None = None) -> int:
             "FAIL_TO_PASS": list(lab.fail_to_pass),
             "PASS_TO_PASS": list(lab.pass_to_pass),
             "flaky": list(lab.flaky),
+            "needs_network": list(lab.needs_network),
             "environment": inst.environment,
         }
         for inst, lab in zip(instances, labels, strict=True)
     ]
     write_text(out / "_labels.json", json.dumps(details, indent=1) + "\n")
-    print(json.dumps({k: manifest[k] for k in ("instances", "kept", "counts", "flaky_tests", "elapsed_s")}, indent=1))
+    shown = ("instances", "kept", "counts", "flaky_tests", "needs_network_tests", "elapsed_s")
+    print(json.dumps({k: manifest[k] for k in shown}, indent=1))
     return 0
 
 

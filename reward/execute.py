@@ -9,7 +9,7 @@ The pool's settings are training's keys (conf/overrides.py: every `reward.execut
 `--ray-address` are refused with their new names.
 
 DATA: a Parquet file or directory of the instance schema (v3: FAIL_TO_PASS, PASS_TO_PASS,
-environment), or `demo`. FILE: SWE-bench predictions, one object per line (JSONL) or a JSON
+environment; v4: needs_network), or `demo`. FILE: SWE-bench predictions, one object per line (JSONL) or a JSON
 list, each with `instance_id`, `model_name_or_path` and `model_patch` (a unified diff).
 
 Each prediction's patch and then the instance's test patch are applied to the snapshot and the
@@ -25,6 +25,9 @@ field names so that tools that read one read the other:
                                        harness's canaries were wrong: docs/security.md)
     empty_patch_ids                    an empty model_patch (not run)
     missing_instance_ids               predictions of instances not in DATA (not run)
+    needs_network                      {instance_id: tests}: of the instances run, the tests their
+                                       labels leave out because they need the internet (the
+                                       instance's needs_network, schema v4): unchecked here
     total_predictions, submitted, completed, resolved, unresolved, error, empty_patch
 
 and DIR/logs/<instance_id>.json per run (status, every test's outcome, the end of pytest's
@@ -46,7 +49,7 @@ from conf.errors import UserError, fail
 from conf.io import write_text
 from data.loader import read_instances
 from reward.execution.pool import TestPool
-from reward.execution.predictions import read_predictions, report
+from reward.execution.predictions import network_tests, read_predictions, report
 from reward.execution.runner import TestJob
 
 log = logging.getLogger(__name__)
@@ -89,10 +92,20 @@ def main(argv: list[str] | None = None) -> int:
             "log": run.log,
         }
         write_text(out / "logs" / f"{iid}.json", json.dumps(record, indent=1) + "\n")
-    summary = report(predictions, runs, missing) | {"elapsed_s": round(time.monotonic() - started, 1)}
+    network = network_tests({i: inst.needs_network for i, inst in instances.items()}, list(runs))
+    summary = report(predictions, runs, missing) | {
+        "needs_network": network,
+        "elapsed_s": round(time.monotonic() - started, 1),
+    }
     write_text(out / "report.json", json.dumps(summary, indent=1) + "\n")
     counts = {k: summary[k] for k in ("total_predictions", "resolved", "unresolved", "error", "empty_patch")}
     print(json.dumps(counts))
+    if network:
+        log.warning(
+            "[execute] %d instance(s) have tests that need the internet, in neither label: unchecked here "
+            "(report.json: needs_network)",
+            len(network),
+        )
     log.info("[execute] wrote %s", out / "report.json")
     return 0
 

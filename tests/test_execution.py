@@ -109,6 +109,7 @@ def test_the_harness_writes_a_swebench_style_report(tmp_path):
     assert not (tmp_path.parent / f"{tmp_path.name}-planted.py").exists()
     assert report["empty_patch_ids"] == [d.instance_id] and report["missing_instance_ids"] == ["demo__nowhere-1"]
     assert (report["total_predictions"], report["submitted"], report["resolved"], report["error"]) == (7, 5, 2, 3)
+    assert report["needs_network"] == {}  # the demo set's tests need no network
     logged = json.loads((tmp_path / "out" / "logs" / f"{a.instance_id}.json").read_text())
     assert logged["resolved"] is True and set(a.fail_to_pass or ()) <= set(logged["tests"])
 

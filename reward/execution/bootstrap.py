@@ -26,6 +26,10 @@ repository runs before it has set up:
                  the name SWE-bench's log parser reads: the first line of its docstring, else
                  `test_x (module.Class)` (Python 3.11 on: `test_x (module.Class.test_x)`)
 
+    network      a failing test that tried to reach a host beyond the sandbox's loopback says
+                 so in its message (NetworkWatch: an audit hook, Python 3.8 on), for
+                 data.validate's needs_network; the verdict does not read it
+
     integrity    the functions through which pytest turns a test into its report (WATCHED)
                  are noted before any repository code is imported; when one has been replaced
                  (or its code swapped) by the time a test is reported, or a hook that decides
@@ -38,6 +42,7 @@ forges wholesale: see docs/security.md for what is left.
 """
 
 import importlib
+import ipaddress
 import json
 import os
 import runpy
@@ -152,6 +157,65 @@ def _changed(watched):
     return None
 
 
+def _loopback_names(path="/etc/hosts"):
+    """The names the sandbox's hosts file maps to a loopback address: its own and its stand-in
+    services' (httpbin.org), which a test reaches without the internet."""
+    names = {"localhost"}
+    try:
+        with open(path) as hosts:
+            for line in hosts:
+                parts = line.split("#", 1)[0].split()
+                if len(parts) > 1 and (parts[0].startswith("127.") or parts[0] == "::1"):
+                    names.update(p.lower() for p in parts[1:])
+    except OSError:
+        pass
+    return names
+
+
+def _outside(host, local):
+    """Whether `host` (a name or an address, as a socket call gives it) is beyond the loopback."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str) or not host:
+        return False  # None (a wildcard), a unix socket's path given as bytes, ...
+    try:
+        return not ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return host.lower().rstrip(".") not in local
+
+
+class NetworkWatch:
+    """The first host beyond the sandbox's loopback that the current test tried to reach: a
+    name looked up that the hosts file does not map to the loopback, or a connection to an
+    address outside it, seen by an audit hook (Python 3.8 on; none before). The sandbox has
+    no internet, so such a test's failure is the network's: its message says so
+    (" [tried the network: HOST]"), which data.validate reads to name it in needs_network.
+    Informational only: the verdict never reads it."""
+
+    EVENTS = ("socket.getaddrinfo", "socket.gethostbyname", "socket.connect")
+
+    def __init__(self):
+        self.local = _loopback_names()
+        self.host = None
+        if hasattr(sys, "addaudithook"):
+            sys.addaudithook(self.hook)
+
+    def hook(self, event, args):
+        if self.host is not None or event not in self.EVENTS:
+            return
+        try:  # an audit hook's exception would be the audited call's: none escapes
+            target = args[1] if event == "socket.connect" else args[0]
+            if event == "socket.connect":
+                target = target[0] if isinstance(target, tuple) and target else None
+            if _outside(target, self.local):
+                self.host = str(target)[:80]
+        except Exception:
+            pass
+
+    def note(self):
+        return " [tried the network: " + self.host + "]" if self.host else ""
+
+
 class Recorder:
     """A pytest plugin registered by the harness: every setup/call/teardown and collection
     report, as it happens, and whether pytest's machinery was tampered with."""
@@ -161,6 +225,7 @@ class Recorder:
         self.watched = _watched()
         self.config = None
         self.tampered = False
+        self.network = NetworkWatch()
 
     def pytest_configure(self, config):
         self.config = config
@@ -190,13 +255,16 @@ class Recorder:
                     return hook + " is implemented in " + where
         return None
 
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.network.host = None  # what the previous test tried is not this one's
+
     def pytest_runtest_logreport(self, report):
         self.check()
         record = {"id": report.nodeid, "when": report.when, "outcome": report.outcome}
         if hasattr(report, "wasxfail"):
             record["xfail"] = True
         if report.failed:
-            record["message"] = _message(report)
+            record["message"] = _message(report) + self.network.note()
         _emit(self.fd, record)
 
     def pytest_collectreport(self, report):

@@ -56,3 +56,10 @@ def report(predictions: list[dict[str, Any]], runs: dict[str, Any], missing: lis
         "empty_patch_ids": sorted(empty),
         "missing_instance_ids": sorted(missing),
     }
+
+
+def network_tests(needs_network: dict[str, tuple[str, ...] | None], run_ids: list[str]) -> dict[str, list[str]]:
+    """{instance_id: its needs_network tests} of the instances run that have any: tests their
+    labels leave out because they need the internet (data.validate), so a patch that breaks
+    what they check still resolves here; the report names them beside the verdict."""
+    return {i: list(tests) for i in sorted(run_ids) if (tests := needs_network.get(i))}

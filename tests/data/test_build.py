@@ -69,7 +69,7 @@ def test_cli_prints_the_summary_and_inspect_shows_an_instance(
     assert "--overwrite" in capsys.readouterr().err
     assert inspect_mod.main([str(out), "--index", "1", "--chars", "40"]) == 0
     shown = capsys.readouterr().out
-    assert "instances: 19" in shown and "swe_rl.schema_version: '3'" in shown
+    assert "instances: 19" in shown and "swe_rl.schema_version: '4'" in shown
     assert "instance_id: example__synthetic-23" in shown and "more characters]" in shown
     assert _exit_code([str(out), "--index", "99"], inspect_mod.main) == 2
 

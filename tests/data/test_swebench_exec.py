@@ -130,3 +130,65 @@ def test_scikit_learns_spec_builds_with_its_own_packages_from_its_quoted_list():
     assert env.requirements[:3] == ("numpy==1.19.2", "scipy==1.5.2", "cython==3.0.10")
     astropy = environment(spec_for(repos.swebench_specs(), "astropy/astropy", "5.1"), [], lambda rel: None, None)
     assert astropy.build_requires and "build_requires" not in astropy.to_json()  # the default, omitted
+
+
+def test_a_refused_pre_install_step_that_changes_nothing_at_the_base_commit_is_dropped():
+    """pytest 6.3's spec repairs a `>=>=` typo in setup.cfg; at commits without the typo the
+    sed is a no-op and the row converts (the step is read as text, never run)."""
+    from data.swebench_exec import _without_noops, noop_steps
+
+    repair = "sed -i 's/>=>=/>=/' setup.cfg"
+    clean = {"setup.cfg": "[options]\ninstall_requires =\n    attrs>=19.2.0\n    py>=1.8.2\n"}
+    typo = {"setup.cfg": "[options]\ninstall_requires =\n    attrs>=>=19.2.0\n"}
+    assert noop_steps([repair], clean.get) == [repair]
+    assert noop_steps([repair], typo.get) == []  # it would change the file: still refused
+    assert noop_steps([repair], {}.get) == [repair]  # no such file: nothing to change
+    # a BRE's `+ ( )` are literal, `.` any character; a grep guard that fails makes it a no-op
+    assert noop_steps(["sed -i 's/a+(b)/c/' setup.py"], {"setup.py": "a+(b)\n"}.get) == []
+    assert noop_steps(["sed -i 's/x.y/z/' setup.py"], {"setup.py": "xzy\n"}.get) == []
+    guarded = "grep -q 'pkg>=1' setup.py && sed -i 's/pkg>=1/pkg>=1,<2/' setup.py"
+    assert noop_steps([guarded], {"setup.py": "other>=1\n"}.get) == [guarded]
+    spec = {"python": "3.9", "pre_install": [repair], "install": "python -m pip install -e ."}
+    kept, dropped = _without_noops(spec, clean.get)
+    assert dropped == [repair] and kept["pre_install"] == []
+    environment(kept, [], clean.get, None)  # converts (before: Drop("pre_install"))
+    with pytest.raises(Drop, match="not supported"):
+        environment(_without_noops(spec, typo.get)[0], [], typo.get, None)
+    # a step read as a requirement stays one, no-op or not (sphinx's pins keep their environments)
+    pin = "sed -i 's/Jinja2>=2.3/Jinja2<3.0/' setup.py"
+    assert _without_noops({**spec, "pre_install": [pin]}, {}.get)[1] == []
+
+
+def test_compare_reads_bare_official_names_and_names_official_tests_needing_the_network(tmp_path):
+    """SWE-bench's sympy labels are function names (`test_issue_17851`) where validation here
+    writes pytest node ids; an official test that validation found needing the internet is named."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from data.demo import load_demo_rows
+    from data.schema import to_table
+    from data.swebench_exec import compare
+
+    row = load_demo_rows()[0]
+    bare = dict(row, FAIL_TO_PASS=["test_issue_17851"], PASS_TO_PASS=["test_a", "test_b", "test_net"])
+    nodes = dict(row, instance_id="o__r-2", FAIL_TO_PASS=["t.py::test_f"], PASS_TO_PASS=["t.py::test_net"])
+    (tmp_path / "official").mkdir()
+    pq.write_table(to_table([bare, nodes]), tmp_path / "official" / "shard-00000.parquet")
+    f = "sympy/tensor/array/tests/test_ndim_array.py::"
+    labels = [
+        {"instance_id": row["instance_id"], "outcome": "kept", "reason": "", "flaky": [],
+         "FAIL_TO_PASS": [f + "test_issue_17851", f + "test_issue_and_18715"], "PASS_TO_PASS": [f + "test_a"],
+         "needs_network": [f + "test_net"]},
+        {"instance_id": "o__r-2", "outcome": "kept", "reason": "", "flaky": [],
+         "FAIL_TO_PASS": ["t.py::test_f"], "PASS_TO_PASS": [], "needs_network": ["t.py::test_net"]},
+    ]  # fmt: skip
+    (tmp_path / "validated").mkdir()
+    (tmp_path / "validated" / "_labels.json").write_text(json.dumps(labels))
+    report = compare(str(tmp_path / "official"), str(tmp_path / "validated"))
+    sympy_like = report[row["instance_id"]]
+    assert sympy_like["fail_to_pass_official_only"] == [] and sympy_like["fail_to_pass_derived_only"] == [
+        "test_issue_and_18715"
+    ]
+    assert sympy_like["pass_to_pass_official_covered"] == 1 and sympy_like["official_needing_network"] == ["test_net"]
+    assert report["o__r-2"]["fail_to_pass_equal"] and report["o__r-2"]["official_needing_network"] == ["t.py::test_net"]

@@ -18,6 +18,7 @@ class Run:
     status: str
     reason: str = ""
     outcomes: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
 
 
 def test_a_test_patch_that_does_not_apply_before_the_fix_is_not_an_environment_failure():
@@ -28,6 +29,34 @@ def test_a_test_patch_that_does_not_apply_before_the_fix_is_not_an_environment_f
     # after the fix it is the oracle that fails; an environment failure stays one
     assert validate.label(Run("ok"), [Run("patch_failed", "x"), Run("ok")]).outcome == "oracle_fails"
     assert validate.label(Run("env_failed", "uv"), [Run("ok"), Run("ok")]).outcome == "env_failed"
+
+
+def test_tests_that_failed_on_the_network_are_named_not_silently_dropped():
+    """requests' suites call live hosts: such a test fails before and after the fix here and is
+    in neither label; it is named in needs_network (an ordinary failure, or a flaky test, is not)."""
+    before = Run("ok", outcomes={"t::f2p": "failed", "t::p2p": "passed", "t::net": "failed", "t::bug": "failed"})
+    outcomes = {"t::f2p": "passed", "t::p2p": "passed", "t::net": "failed", "t::bug": "failed"}
+    failures = {
+        "t::net": "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='httpbin.org', port=443): "
+        "Max retries exceeded",
+        "t::bug": "AttributeError: 'KeyError' object has no attribute 'message'",
+    }
+    labels = validate.label(before, [Run("ok", outcomes=outcomes, failures=failures)] * 2)
+    assert labels == validate.Labels("kept", ("t::f2p",), ("t::p2p",), needs_network=("t::net",))
+    none = validate.label(before, [Run("ok", outcomes={**outcomes, "t::f2p": "failed"}, failures=failures)] * 2)
+    assert none.outcome == "no_fail_to_pass" and none.needs_network == ("t::net",)
+
+
+def test_validated_instances_carry_needs_network_and_execute_reports_it():
+    from data.schema import Instance
+    from reward.execution.predictions import network_tests
+
+    row = dict(load_demo_rows()[0], needs_network=["t::net"])
+    inst = Instance.from_row(row)
+    assert inst.needs_network == ("t::net",) and inst.to_row()["needs_network"] == ["t::net"]
+    assert Instance.from_row(load_demo_rows()[0]).needs_network is None  # a v3 row: not known
+    ids = {"a": ("t::net",), "b": (), "c": None, "d": ("x::y",)}
+    assert network_tests(ids, ["c", "b", "a"]) == {"a": ["t::net"]}  # only instances run, only non-empty
 
 
 def test_instances_without_an_environment_and_no_clone_are_refused_naming_the_switch(tmp_path, capsys):
