@@ -179,7 +179,8 @@ def _first_pytest(snapshot: Path) -> tuple[str, list[str]]:
                     return "tox", found
     noxfile = _text(snapshot / "noxfile.py")
     for m in re.finditer(r"session\.run\(\s*((?:[\"'][^\"']*[\"']\s*,?\s*)+)", noxfile):
-        found = _pytest_args(" ".join(re.findall(r"[\"']([^\"']*)[\"']", m.group(1))))
+        literals = re.findall(r"[\"']([^\"']*)[\"']", m.group(1))  # each one argument, as written
+        found = _pytest_args(" ".join(shlex.quote(a) for a in literals))
         if found is not None:
             return "noxfile.py", found
     makefile = _text(snapshot / "Makefile")
