@@ -12,9 +12,11 @@ A candidate is an interpreter and a requirement set.
                     declared: DEFAULT_PYTHON first). Not the oldest admitted:
                     a release of 2024 pins packages that its oldest Python no longer installs.
     requirement sets  what its own test command installs (tox's test environment; the row's own
-                    files), its test requirement files one by one, its PEP 735 test group, its
-                    dev files, everything the older derivation read at once, and nothing (the
-                    project and the runner alone). Docs, typing, lint and build files never make
+                    files), its test requirement files one by one, its PEP 735 test group or
+                    Poetry's dev dependencies, its requirements.txt (often the test and dev
+                    pins of the repository, `-e .[extras]` with them), its dev files, everything
+                    the older derivation read at once, and nothing (the project and the runner
+                    alone). Docs, typing, lint and build files never make
                     a set alone (docs pins are what a test run needs least).
     plan            interpreter x set pairs by the sum of their places (the first interpreter with
                     the first set, then the first set on the second interpreter, then the second
@@ -53,7 +55,7 @@ class RequirementSet:
 
 
 # What each kind of declaration ranks, by how surely it is what the tests install.
-RANKS = {"own": 0, "tox": 1, "file": 2, "group": 2, "dev": 4, "all": 5, "none": 6}
+RANKS = {"own": 0, "tox": 1, "file": 2, "group": 2, "base": 3, "dev": 4, "all": 5, "none": 6}
 
 
 def interpreters(
@@ -121,10 +123,13 @@ def requirement_sets(snapshot: Path, own_files: tuple[str, ...]) -> list[Require
     sets += [tox] if tox else []
     for rel in declared.requirement_files(snapshot, own_files):
         kind = declared.file_kind(rel)
-        if kind in ("test", "dev"):
-            sets.append(_file_set(read, rel, "file" if kind == "test" else "dev"))
+        if kind in ("test", "dev", "base"):
+            sets.append(_file_set(read, rel, {"test": "file", "dev": "dev", "base": "base"}[kind]))
     sets += [RequirementSet(f"group:{g}", tuple(groups[g]), (), RANKS["group"]) for g in TEST_NAMES if g in groups]
     sets += [RequirementSet(f"group:{g}", tuple(groups[g]), (), RANKS["dev"]) for g in ("dev",) if g in groups]
+    for name, reqs in declared.poetry_groups(snapshot).items():  # poetry keeps pytest in dev
+        rank = RANKS["group"] if name in ("dev", *TEST_NAMES) else RANKS["dev"]
+        sets.append(RequirementSet(f"poetry:{name}", tuple(reqs), (), rank))
     reqs, extras = declared.test_requirements(snapshot, own_files)
     if reqs or extras:
         sets.append(RequirementSet("all", tuple(reqs), tuple(extras), RANKS["all"]))

@@ -21,6 +21,7 @@ derive_spec (environments.py) turns these into an EnvSpec for a mined pull reque
     compiled_with(text)       the Python a pip-compile (or `uv pip compile --python-version`)
                               header says the file was resolved with ("3.13")
     dependency_groups(dir)    PEP 735 `[dependency-groups]`, `{include-group = ...}` followed
+    poetry_groups(dir)        Poetry's dev-dependencies and groups, as PEP 508 requirements
     tox_envs(dir)             tox's environments (tox.ini, setup.cfg [tox:tox], pyproject's
                               [tool.tox] native or legacy_tox_ini): unconditional deps, dependency
                               groups, extras and commands of each
@@ -218,6 +219,54 @@ def dependency_groups(snapshot: Path) -> dict[str, list[str]]:
         return out
 
     return {name: expand(name, (name,)) for name in groups if isinstance(name, str)}
+
+
+def poetry_groups(snapshot: Path) -> dict[str, list[str]]:
+    """Poetry's development dependencies as PEP 508 requirements: `[tool.poetry.dev-dependencies]`
+    as group "dev", `[tool.poetry.group.NAME.dependencies]` as NAME (`^`, `~` and `*`
+    translated; a git, path or url dependency left out)."""
+    poetry = _toml(snapshot).get("tool", {}).get("poetry", {})
+    if not isinstance(poetry, dict):
+        return {}
+    tables: dict[str, object] = {"dev": poetry.get("dev-dependencies", {})}
+    groups = poetry.get("group", {})
+    for name, table in groups.items() if isinstance(groups, dict) else []:
+        tables[name] = table.get("dependencies", {}) if isinstance(table, dict) else {}
+    out: dict[str, list[str]] = {}
+    for name, deps in tables.items():
+        reqs = [poetry_requirement(n, c) for n, c in (deps.items() if isinstance(deps, dict) else [])]
+        if reqs:
+            out[name] = [r for r in reqs if r]
+    return out
+
+
+def poetry_requirement(name: str, constraint: object) -> str | None:
+    """`pytest = "^7.0.0"` as `pytest>=7.0.0,<8.0.0`; a table's `version` and `extras` read;
+    None for python itself and for a git / path / url dependency."""
+    extras: list[str] = []
+    if isinstance(constraint, dict):
+        if not isinstance(constraint.get("version", "*"), str):
+            return None
+        extras = [e for e in constraint.get("extras", []) if isinstance(e, str)]
+        constraint = constraint.get("version", "*" if not set(constraint) & {"git", "path", "url"} else None)
+    if name == "python" or not isinstance(constraint, str):
+        return None
+    parts = []
+    for piece in (p.strip() for p in constraint.split(",")):
+        m = re.fullmatch(r"([\^~])\s*(\d+(?:\.\d+)*)", piece)
+        if m:
+            nums = [int(x) for x in m.group(2).split(".")]
+            if m.group(1) == "^":  # the leftmost non-zero part may not change
+                first = next((i for i, x in enumerate(nums) if x), len(nums) - 1)
+                upper = [*nums[:first], nums[first] + 1]
+            else:  # ~1.2.3: the minor may not change (~1: the major)
+                upper = [nums[0] + 1] if len(nums) == 1 else [nums[0], nums[1] + 1]
+            parts.append(f">={m.group(2)},<{'.'.join(map(str, upper))}")
+        elif re.fullmatch(r"\d+(?:\.\d+)*", piece):
+            parts.append(f"=={piece}")
+        elif piece not in ("*", ""):
+            parts.append(piece.replace(" ", ""))
+    return name + (f"[{','.join(extras)}]" if extras else "") + ",".join(parts)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ and the recorder as always), with the repository's own selection and options (te
 It fails at a stage:
 
     snapshot      the commit could not be checked out (no_snapshot): no other candidate is tried
+                  (nor after a baseline that ran out of its wall clock: each would cost as much)
     interpreter   no interpreter of that version here (no_interpreter)
     build         the environment did not resolve, install or build (env_failed)
     baseline      the tests did not run (pytest could not start or collect: no_report, a
@@ -163,8 +164,10 @@ class Deriver:
             if attempt.stage == "ok":
                 found = (name, spec)
                 break
-            if attempt.stage == "snapshot":
-                break  # the commit cannot be checked out: no candidate changes that
+            if attempt.stage == "snapshot" or attempt.error.startswith("timeout"):
+                # The commit cannot be checked out, or the suite ran out of its wall clock (it
+                # would again on every other candidate, each costing that much): no more tries.
+                break
         if found is None:
             best = max(range(len(attempts)), key=lambda i: (attempts[i].counts.get("passed", 0), -i))
             found = candidates[best]
