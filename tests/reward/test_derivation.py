@@ -60,8 +60,13 @@ def _widget(path: Path, extra: dict[str, str] | None = None) -> RepoBuilder:
         'swe-rl-no-such-package-xyz==1.0 ; python_version >= "3.12"\n',
         "tox.ini": '[testenv]\ndeps = -r requirements/tests.txt\ncommands = pytest -m "not slow" {posargs}\n',
         "src/widget/__init__.py": "def double(x):\n    return 2 * x\n",
-        "tests/test_widget.py": "import pytest\nfrom widget import double\n\n\ndef test_double():\n"
-        "    assert double(2) == 4\n\n\n@pytest.mark.slow\ndef test_slow():\n    assert False\n",
+        "tests/test_widget.py": "import subprocess, sys\nimport pytest\nfrom widget import double\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\n"
+        "def test_a_subprocess_with_its_own_path_imports_it():  # as werkzeug's dev server does\n"
+        "    code = 'import widget; print(widget.double(3))'\n"
+        "    out = subprocess.run([sys.executable, '-c', code], env={'PYTHONPATH': '/nowhere'}, capture_output=True)\n"
+        "    assert out.stdout == b'6\\n', out.stderr\n\n\n"
+        "@pytest.mark.slow\ndef test_slow():\n    assert False\n",
         "scripts/test_scratch.py": "def test_scratch():\n    assert False\n",
         **(extra or {}),
     }
@@ -162,8 +167,9 @@ def test_a_real_build_falls_back_to_the_interpreter_where_the_requirement_instal
     (source,) = git_sources([entry], "HEAD", (), cfg, "derive", deriver)
     first, second = deriver.derivations[0].attempts
     assert (first.python, first.stage) == ("3.12", "build") and "swe-rl-no-such-package-xyz" in first.error
-    # The slow test deselected by the tox command, scripts/ outside testpaths: one test, passing.
-    assert (second.python, second.stage, second.counts) == ("3.11", "ok", {"passed": 1})
+    # The slow test deselected by the tox command, scripts/ outside testpaths; the subprocess
+    # imports the snapshot (environments.IMPORT_PATH).
+    assert (second.python, second.stage, second.counts) == ("3.11", "ok", {"passed": 2})
     assert environments.EnvSpec.from_json(source.instance.environment).python == "3.11"
 
 
