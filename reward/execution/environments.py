@@ -146,9 +146,11 @@ _DEPENDENCY_FILES = (
 # Old test suites import pkg_resources (pydicom's data manager does at import time).
 SEED = ("pip", "setuptools", "wheel")
 # Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback
-# (ephemeral-port-reserve: werkzeug's tests start its development server on a reserved port).
+# (ephemeral-port-reserve: werkzeug's tests start its development server on a reserved port;
+# uvicorn: httpx's serve its test app).
 LOCAL_SERVERS = frozenset(
-    {"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp", "ephemeral-port-reserve"}
+    {"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp"}
+    | {"ephemeral-port-reserve", "uvicorn"}
 )
 # uv's hint for a package the date cut filtered (_uv_install), and how many it may exempt.
 _FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")

@@ -20,7 +20,7 @@ from conf.config import ExecutionConfig
 from data.fixtures.synthetic import RepoBuilder
 from data.inject.__main__ import git_sources
 from reward.execution import derivation, environments, pythons, sandbox
-from reward.execution.derivation import Deriver, select_tests, unusable, write_records
+from reward.execution.derivation import Attempt, Deriver, reordered, select_tests, unusable, write_records
 from reward.execution.runner import TestRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +44,15 @@ def test_the_tests_run_are_those_under_the_repositorys_own_selection():
     assert select_tests(tests, ("tests", "scripts/test_c.py")) == tests
     assert select_tests(tests, ()) == tests
     assert select_tests(tests, ("docs",)) == tests  # a selection that has none of them selects nothing
+
+
+def test_after_a_missing_module_the_next_set_comes_before_the_next_interpreter():
+    spec = environments.EnvSpec()
+    pending = [("tox:testenv", spec), ("poetry:dev", spec), ("none", spec)]
+    missing = Attempt("3.12", "tox:testenv", "baseline", "1 of 1 tests errored\ntests/t.py: ModuleNotFoundError: attr")
+    assert [n for n, _ in reordered(pending, missing)] == ["poetry:dev", "none", "tox:testenv"]
+    built = Attempt("3.12", "tox:testenv", "build", "env_failed: No solution found")
+    assert reordered(pending, built) == pending
 
 
 def _widget(path: Path, extra: dict[str, str] | None = None) -> RepoBuilder:
@@ -128,13 +137,14 @@ def test_when_no_candidate_counts_the_one_with_most_passing_tests_is_kept_and_ma
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
     deriver = Deriver(cfg, limit=2)
     outcomes = iter([{"t::a": "failed"}, {"t::a": "error"}])
-    deriver.runner.run = lambda job: TestRun(job.job_id, "x", "ok", next(outcomes))  # type: ignore[method-assign]
+    failures = {"t::a": "E   AssertionError"}
+    deriver.runner.run = lambda job: TestRun(job.job_id, "x", "ok", next(outcomes), failures=failures)  # type: ignore[method-assign]
     git_sources([entry], "HEAD", (), cfg, "derive", deriver)
     (derived,) = deriver.derivations
     assert not derived.ok and derived.spec.python == "3.11"  # the first, at equal passing counts
     assert [a.error for a in derived.attempts] == [
-        "no test passes (1 failed, 0 errored)",
-        "1 of 1 tests errored (collection or fixtures)",
+        "no test passes (1 failed, 0 errored)\nt::a: E   AssertionError",
+        "1 of 1 tests errored (collection or fixtures)\nt::a: E   AssertionError",
     ]
     assert "FAILED" in derived.summary() and derived.summary().endswith(
         "last: baseline: 1 of 1 tests errored (collection or fixtures)"
