@@ -22,6 +22,9 @@ derive_spec (environments.py) turns these into an EnvSpec for a mined pull reque
                               header says the file was resolved with ("3.13")
     dependency_groups(dir)    PEP 735 `[dependency-groups]`, `{include-group = ...}` followed
     poetry_groups(dir)        Poetry's dev-dependencies and groups, as PEP 508 requirements
+    hatch_envs(dir)           Hatch's environments' dependencies and features
+    install_lines(dir)        what its noxfile's `session.install` and CI's `pip install` lines
+                              install, each as a requirements file's text
     tox_envs(dir)             tox's environments (tox.ini, setup.cfg [tox:tox], pyproject's
                               [tool.tox] native or legacy_tox_ini): unconditional deps, dependency
                               groups, extras and commands of each
@@ -267,6 +270,62 @@ def poetry_requirement(name: str, constraint: object) -> str | None:
         elif piece not in ("*", ""):
             parts.append(piece.replace(" ", ""))
     return name + (f"[{','.join(extras)}]" if extras else "") + ",".join(parts)
+
+
+def hatch_envs(snapshot: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """Hatch's environments: name -> (dependencies with extra-dependencies, features: extras)."""
+    envs = _toml(snapshot).get("tool", {}).get("hatch", {}).get("envs", {})
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for name, table in envs.items() if isinstance(envs, dict) else []:
+        if isinstance(table, dict):
+            deps = [*table.get("dependencies", []), *table.get("extra-dependencies", [])]
+            out[name] = (
+                [d for d in deps if isinstance(d, str)],
+                [f for f in table.get("features", []) if isinstance(f, str)],
+            )
+    return out
+
+
+def install_lines(snapshot: Path) -> list[tuple[str, str]]:
+    """(where, a requirements file's text) of each install its noxfile's test sessions
+    (`session.install(...)`) and CI workflows (`pip install ...`, `uv pip install ...`) run,
+    as requirement lines: `-r FILE` kept, `-e .[test]` as the project's extras."""
+    out: list[tuple[str, str]] = []
+    for m in re.finditer(r"session\.install\(([^)]*)\)", _read(snapshot / "noxfile.py")):
+        out.append(("noxfile.py", _as_lines(re.findall(r"[\"']([^\"']+)[\"']", m.group(1)))))
+    workflows = snapshot / ".github" / "workflows"
+    for path in sorted(workflows.glob("*.y*ml")) if workflows.is_dir() else []:
+        for line in _read(path).splitlines():
+            found = re.search(r"\bpip3? install\s+(.*)$", line)
+            if found and "${{" not in found.group(1):
+                try:
+                    args = shlex.split(found.group(1).split("&&")[0].split("#")[0])
+                except ValueError:
+                    continue
+                out.append((f".github/workflows/{path.name}", _as_lines(args)))
+    return [(where, text) for where, text in out if text.strip()]
+
+
+_TOOLS = frozenset({"pip", "setuptools", "wheel", "tox", "nox", "build", "twine", "uv", "virtualenv"})
+
+
+def _as_lines(args: list[str]) -> str:
+    """pip's install arguments as a requirements file: `-r FILE` and `-e .[x]` kept, other options dropped."""
+    lines, skip = [], False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in ("-r", "--requirement", "-e", "--editable") and i + 1 < len(args):
+            lines.append(f"{arg} {args[i + 1]}")
+            skip = True
+        elif arg.startswith("-"):
+            skip = arg in ("-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+        elif re.split(r"[<>=!~\[;]", arg)[0].lower() in _TOOLS:
+            continue  # the installer and the runners of the environments, not the tests' packages
+        elif arg.startswith(".") or re.match(r"^[A-Za-z0-9][\w.\-]*(\[[\w,.\-]+\])?([<>=!~;].*)?$", arg):
+            lines.append(arg)
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

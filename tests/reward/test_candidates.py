@@ -155,3 +155,22 @@ def test_poetry_dev_dependencies_and_a_top_level_requirements_file_are_sets(tmp_
         ("poetry:dev", ("pytest>=7.0.0,<8", "attrs==21.4.0"), ()),
         ("file:requirements.txt", ("trustme==0.9.0",), ("http2",)),
     ]
+
+
+def test_hatch_nox_and_ci_install_lines_are_sets(tmp_path, here):
+    snapshot = _write(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "h"\nversion = "1"\n[project.optional-dependencies]\nsocks = ["x"]\n'
+            '[tool.hatch.envs.test]\ndependencies = ["pytest", "coverage"]\nfeatures = ["socks"]\n'
+            '[tool.hatch.envs.docs]\ndependencies = ["sphinx"]\n',
+            "noxfile.py": 'def tests(session):\n    session.install("-r", "ci/test.txt", "-e", ".[socks]")\n',
+            "ci/test.txt": "pytest-mock\n",
+            ".github/workflows/t.yml": "steps:\n  - run: python -m pip install --upgrade pip pytest>=7 .[socks]\n"
+            "  - run: pip install ${{ matrix.deps }}\n",
+        },
+    )
+    sets = {s.name: (s.requirements, s.extras) for s in requirement_sets(snapshot, ())}
+    assert sets["hatch:test"] == (("pytest", "coverage"), ("socks",)) and "hatch:docs" not in sets
+    assert sets["install:noxfile.py"] == (("pytest-mock",), ("socks",))
+    assert sets["install:.github/workflows/t.yml"] == (("pytest>=7",), ("socks",))
