@@ -1,6 +1,6 @@
 """What a repository snapshot declares about its own environment, read from its files (never run).
 
-derive_spec (environments.py) turns these into an EnvSpec for a mined pull request:
+derive_candidates (environments.py, in the order candidates.py decides) turns these into EnvSpecs:
 
     python_requires(dir)      `python_requires` (setup.py, setup.cfg) or `requires-python`
                               (pyproject.toml), as written
