@@ -24,12 +24,13 @@ import functools
 import os
 import shutil
 import subprocess
+from datetime import date, timedelta
 from pathlib import Path
 
 PYTHONS_VAR = "SWE_RL_PYTHONS"
 
 # First release of each minor version: packages resolved as of an earlier date do not install
-# on it (derive_spec raises a resolution date to this), and it orders versions by age.
+# on it (derive_candidates raises a resolution date to this), and it orders versions by age.
 RELEASES = {
     "3.6": "2016-12-23",
     "3.7": "2018-06-27",
@@ -40,11 +41,13 @@ RELEASES = {
     "3.12": "2023-10-02",
     "3.13": "2024-10-07",
 }
-# Versions a derived environment chooses among (derive_spec): 3.6 and 3.7 are built only when a
+# Versions a derived environment chooses among (candidates.interpreters): 3.6 and 3.7 only for a
+# commit from before 3.8 was out a while (installed_for: the interpreters of its time), else only when a
 # spec names them (SWE-bench's django 3.0-3.2 and older repositories' specs: uv makes their
-# venvs and installs into them, bytecode compiled by their own compileall), never chosen for a
-# mined commit; Python 2 is out of uv's range.
-SUPPORTED = tuple(v for v in RELEASES if v not in ("3.6", "3.7"))
+# venvs and installs into them, bytecode compiled by their own compileall); Python 2 is out of
+# uv's range.
+LEGACY = ("3.6", "3.7")
+SUPPORTED = tuple(v for v in RELEASES if v not in LEGACY)
 
 
 class InterpreterUnavailable(RuntimeError):
@@ -98,13 +101,23 @@ def find_python(version: str) -> str:
     )
 
 
-def installed() -> tuple[str, ...]:
-    """The SUPPORTED versions that find_python finds here, oldest first."""
+def installed(versions: tuple[str, ...] = SUPPORTED) -> tuple[str, ...]:
+    """The `versions` that find_python finds here, oldest first."""
     found = []
-    for version in SUPPORTED:
+    for version in versions:
         try:
             find_python(version)
         except InterpreterUnavailable:
             continue
         found.append(version)
     return tuple(found)
+
+
+def installed_for(when: str | None, young_days: int = 0) -> tuple[str, ...]:
+    """The versions a commit of `when` (ISO date) may be derived with: installed(), and the LEGACY
+    ones found here for a commit from before the oldest SUPPORTED version was out `young_days`
+    (a 2019 release ran on 3.7; candidates.MATURE_DAYS)."""
+    first = date.fromisoformat(RELEASES[SUPPORTED[0]]) + timedelta(days=young_days)
+    if when is None or when[:10] >= first.isoformat():
+        return installed()
+    return installed((*LEGACY, *SUPPORTED))

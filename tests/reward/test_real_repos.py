@@ -45,7 +45,7 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 @pytest.fixture
 def here(monkeypatch):
     """This machine has 3.9, 3.10 and 3.11 (derive_spec's choice must not depend on the host)."""
-    monkeypatch.setattr(environments, "installed", lambda: ("3.9", "3.10", "3.11"))
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.9", "3.10", "3.11"))
 
 
 def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
@@ -78,7 +78,9 @@ def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
 def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_time(tmp_path, here):
     snapshot = _project(tmp_path, {"setup.py": "setup(name='old')\n", "old.py": ""})
     spec = derive_spec(snapshot, "2021-12-24T00:00:00Z", "acme/old")
-    assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.10", ("pytest",), (".",), ())
+    # 3.10 was out 81 days then: the newest out for candidates.MATURE_DAYS comes first.
+    assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.9", ("pytest",), (".",), ())
+    assert derive_spec(snapshot, "2022-03-01T00:00:00Z", "acme/old").python == "3.10"
     # A commit older than every installed interpreter: the oldest, resolved as of its release.
     spec = derive_spec(snapshot, "2012-09-13T06:36:36Z", "acme/old")
     assert (spec.python, spec.exclude_newer) == ("3.9", "2020-10-05T00:00:00Z")
@@ -500,3 +502,17 @@ def test_a_requests_lite_row_whose_suite_calls_httpbin_org_is_kept_with_the_stan
         ["test_requests.py::TestTimeout::test_encoded_methods"],
     )
     assert len(label["PASS_TO_PASS"]) > 100  # 81 without the stand-in: the httpbin.org tests pass now
+
+
+def test_the_snapshots_path_reaches_the_tests_own_subprocesses_and_not_the_test_process(tmp_path):
+    """environments.IMPORT_PATH: a subprocess that sets its own PYTHONPATH still imports the code
+    under test; the harness's test process (SWE_RL_REPORT_FD set) gets nothing from it."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    environments._import_path(tmp_path, EnvSpec(pythonpath=("src",)))
+    assert oct((site / environments.IMPORT_PATH).stat().st_mode & 0o777) == "0o644"
+    probe = f"import site, sys; site.addsitedir({str(site)!r}); print('/testbed/src' in sys.path)"
+    plain = {k: v for k, v in os.environ.items() if k != "SWE_RL_REPORT_FD"}
+    for extra, expected in (({}, "True"), ({"SWE_RL_REPORT_FD": "3"}, "False")):
+        out = subprocess.run([sys.executable, "-c", probe], env={**plain, **extra}, capture_output=True, text=True)
+        assert out.stdout.strip() == expected, out.stderr
