@@ -50,6 +50,7 @@ canaries were wrong), "error" (the runner itself failed on the job; the reason s
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -69,8 +70,8 @@ from reward.execution.environments import (
     InterpreterUnavailable,
 )
 from reward.execution.guard import is_guarded
-from reward.execution.report import BadReport, Canaries, Tampered, parse
-from reward.execution.runners import harness_files, runner_for
+from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
+from reward.execution.runners import PROBE_FILE, harness_files, runner_for
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
@@ -137,6 +138,27 @@ def stable_ids(by_id: dict[str, str], prefixes: tuple[str, ...]) -> dict[str, st
             test_id = test_id.replace(prefix.rstrip("/"), mark)
         out[test_id] = value
     return out
+
+
+def unstable_ids(ids: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """stable_ids undone: labels with ENV_MARKS as the recorder in this environment writes them."""
+    marks = list(zip(prefixes, ENV_MARKS, strict=False))
+    out = []
+    for test_id in ids:
+        for prefix, mark in marks:
+            test_id = test_id.replace(mark, prefix.rstrip("/"))
+        out.append(test_id)
+    return tuple(out)
+
+
+def probe_spec(watched: tuple[str, ...], candidate: str, test_patch: str, changes: dict[str, str | None]) -> str:
+    """bootstrap.Probe's PROBE_FILE: the tests to watch and the candidate's Python files as
+    applied (not its guarded files, nor those the test patch replaced: those are the base
+    commit's and the dataset's). "" when either is empty: nothing to probe."""
+    theirs = {fp.new_path for fp in parse_patch(candidate) if fp.new_path and fp.new_path.endswith(".py")}
+    tests = {fp.new_path for fp in parse_patch(test_patch)} if test_patch.strip() else set()
+    files = sorted((theirs & set(changes)) - tests)
+    return json.dumps({"tests": list(watched), "files": files}) if watched and files else ""
 
 
 def resolved(instance: Instance, outcomes: dict[str, str]) -> bool | None:
@@ -246,13 +268,15 @@ class Runner:
         changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
+        watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
+        probe = probe_spec(watched, job.patch, test_patch or "", changes)  # a file: the ids may be many
         start = time.monotonic()
         result = sandbox.run(
             argv,
             snapshot=snapshot,
             changes=changes,
             ro_paths=env.ro_paths,
-            harness_files=harness_files(),
+            harness_files={**harness_files(), **({PROBE_FILE: probe} if probe else {})},
             env=variables,
             limits=self.limits,
             loopback=spec.network == "loopback",
@@ -262,7 +286,7 @@ class Runner:
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
         done["uncapped"] = result.uncapped
-        return self._verdict(job, result, canaries, env.ro_paths, own_tests, done)
+        return self._verdict(job, result, canaries, env.ro_paths, watched, done)
 
     @staticmethod
     def _verdict(
@@ -270,12 +294,14 @@ class Runner:
         result: sandbox.SandboxResult,
         canaries: Canaries,
         prefixes: tuple[str, ...],
-        own_tests: bool,
+        watched: tuple[str, ...],
         done: dict[str, Any],
     ) -> TestRun:
         """The run's status and outcomes from what the sandbox returned (the report stream,
-        checked: report.py), never from its log."""
+        checked: report.py), never from its log. `watched`: the probed tests' ids as the
+        recorder writes them (the instance's FAIL_TO_PASS; none when its labels do not apply)."""
         inst = job.instance
+        own_tests = job.test_patch is None and not job.tests
         fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
         if result.failed_server:  # a stand-in of the environment (services.py): the tests never ran
             return fail("env_failed", result.failed_server, **done)
@@ -293,6 +319,7 @@ class Runner:
             return fail("no_report", cut, **done)
         try:
             checked = canaries.check(report)
+            probed(report, watched)
         except Tampered as exc:
             return fail("tampered", str(exc), resolved=False, **done)
         outcomes = stable_ids(checked, prefixes)
