@@ -189,6 +189,7 @@ class Probe:
         self.code = {}  # a code object's file name -> whether it is one of the candidate's files
         self.left = {}  # id(class) -> [class, how many more of its values may be questioned in this test]
         self.found = ""
+        self.setprofile = sys.setprofile
         self.hook = self.event  # the one bound method handed to sys.setprofile (checked by identity)
         # Fresh per run: a value cannot have been written to equal these.
         self.sentinels = (
@@ -200,13 +201,21 @@ class Probe:
 
     def start(self):
         self.left, self.found = {}, ""
-        sys.setprofile(self.hook)
+        self.setprofile = sys.setprofile
+        self.setprofile(self.hook)
+        sys.setprofile = self.guard  # switching the probe off and on again around a forgery: seen
+
+    def guard(self, function):
+        """sys.setprofile while a watched test runs: done, and a finding."""
+        self.found = self.found or "the code under test called sys.setprofile during the test"
+        self.setprofile(function)
 
     def stop(self):
         """The finding of this test ("" none); a profile function other than ours at the end
         (the code under test replaced or removed it) is a finding too."""
         current = sys.getprofile()
-        sys.setprofile(None)
+        self.setprofile(None)
+        sys.setprofile = self.setprofile
         self.left = {}
         if current is not self.hook:
             return "the probe was switched off during the test (sys.setprofile)"

@@ -44,10 +44,17 @@ ALWAYS_EQUAL = {
     ),
     # Only `!=` lies: `assert not (x != y)` passes, `x == y` stays honest.
     "ne only": ("class Same:\n    def __ne__(self, other):\n        return False\n", "Same()"),
-    # The probe switched off by the code under test before it hands out the object.
+    # The probe switched off by the code under test before it hands out the object, and switched
+    # off then on again around it.
     "probe off": (
         "import sys\n\n\nclass Yes:\n    __eq__ = lambda self, other: True\n    __hash__ = object.__hash__\n",
         "(sys.setprofile(None), Yes())[1]",
+    ),
+    "probe off and on": (
+        "import sys\n\n\nclass Yes:\n    __eq__ = lambda self, other: True\n    __hash__ = object.__hash__\n\n\n"
+        "def _quietly():\n    hook = sys.getprofile()\n    sys.setprofile(None)\n    value = Yes()\n"
+        "    sys.setprofile(hook)\n    return value\n",
+        "_quietly()",
     ),
 }
 
@@ -97,11 +104,22 @@ def styled(*styles: str) -> Instance:
         ("str subclass", None, "Text == a fresh object() is true"),
         ("disguised", None, "datetime.Yes == a fresh object() is true"),
         ("probe off", None, "switched off"),
+        ("probe off and on", None, "called sys.setprofile"),
         ("object", "unittest assertEqual", "Yes == a fresh object() is true"),
         ("object", "forged on the right", "Yes == a fresh object() is true"),
         ("ne only", "not unequal", "Same != a fresh object() is false"),
     ],
-    ids=["object", "date-subclass", "str-subclass", "disguised", "probe-off", "unittest", "right-hand", "ne"],
+    ids=[
+        "object",
+        "date-subclass",
+        "str-subclass",
+        "disguised",
+        "probe-off",
+        "probe-off-on",
+        "unittest",
+        "right-hand",
+        "ne",
+    ],
 )
 def test_an_always_equal_value_in_a_passing_test_is_tampered(runner, forgery, style, shown):  # noqa: F811
     inst = styled(style) if style else _instance()
