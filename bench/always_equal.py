@@ -35,18 +35,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         runner = Runner(ExecutionConfig(cache_dir=args.cache_dir or tmp))
         statuses: Counter[str] = Counter()
-        alarms, start = 0, time.monotonic()
+        alarms, start, in_sandbox = 0, time.monotonic(), 0.0
         for source in args.instances or ["demo"]:
             for inst in read_instances(source, args.limit):
                 run = runner.run(TestJob(inst, inst.patch, job_id=inst.instance_id))
                 statuses["resolved" if run.resolved else run.status] += 1
+                in_sandbox += run.seconds
                 if run.status == "tampered":
                     alarms += 1
                     print(f"false alarm: {inst.instance_id}: {run.reason}")
                 elif not run.resolved:
                     print(f"not resolved ({run.status}): {inst.instance_id}: {run.reason or ''}"[:300])
         total = sum(statuses.values())
-        print(f"{dict(statuses)} in {time.monotonic() - start:.0f} s")
+        print(f"{dict(statuses)} in {time.monotonic() - start:.0f} s ({in_sandbox:.1f} s in the sandbox)")
         print(f"probe on gold patches: {total} run, {statuses['resolved']} resolved, {alarms} false alarms")
     return 0 if alarms == 0 else 1
 

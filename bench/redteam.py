@@ -135,10 +135,16 @@ def run(root: Path) -> Counter[tuple[str, str]]:
     return counts
 
 
+def _order(kind: str) -> tuple[int, str]:
+    """Classes by their number (9a after 8, 10 after 9e), then the held ones."""
+    number = re.match(r"\d+", kind)
+    return (int(number.group()) if number else 1 << 30, kind)
+
+
 def table(counts: Counter[tuple[str, str]], title: str) -> tuple[int, int]:
     print(f"{title}\n{'class':40} {'attempts':>8} {'forged or escaped':>18}")
     total = through = 0
-    for kind in sorted({k for k, _ in counts}):
+    for kind in sorted({k for k, _ in counts}, key=_order):
         held, bad = counts[kind, "held"], counts[kind, "through"]
         print(f"{kind:40} {held + bad:8d} {bad:18d}")
         total, through = total + held + bad, through + bad
