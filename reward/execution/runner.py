@@ -30,6 +30,11 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
                     report.py); a report in which they do not show exactly that, or in which
                     the recorder saw pytest's machinery replaced, is "tampered": unresolved,
                     counted, and logged with the patch by the pool
+    the probe       the instance's FAIL_TO_PASS ids and the candidate's applied Python files go
+                    to the recorder as a harness file (PROBE_FILE); a FAIL_TO_PASS test that
+                    passed while comparing a value of the candidate's that equals fresh
+                    sentinels (an always-equal object), or without its probe line, is
+                    "tampered" (bootstrap.Probe, report.probed)
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -45,7 +50,8 @@ Statuses, each a counted reason for the callers: "ok" (the report was read), "pa
 "timeout" (the wall-clock limit), "killed" (output or memory limit), "no_report" (the session
 did not end by itself: pytest could not start, or a process exited in the middle),
 "bad_report" (a stream the recorder does not write, or over the size limit), "tampered" (the
-canaries were wrong), "error" (the runner itself failed on the job; the reason says how).
+canaries were wrong, or the probe found an always-equal value), "error" (the runner itself
+failed on the job; the reason says how).
 """
 
 from __future__ import annotations
