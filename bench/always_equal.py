@@ -1,12 +1,13 @@
 """False alarms of the always-equal probe (reward/execution/bootstrap.Probe) on gold patches.
 
-    python bench/always_equal.py [--instances demo] [--instances DIR ...] [--cache-dir DIR] [--limit N]
+    python bench/always_equal.py [--instances demo] [--instances DIR ...] [--git owner/name=CLONE ...]
+        [--cache-dir DIR] [--limit N]
 
 Runs each instance's own patch (the gold fix) through the real Runner, with the probe watching
 its FAIL_TO_PASS tests as in every verdict, and counts the statuses: a gold patch made
 `tampered` by the probe is a false alarm and is printed with its reason. Instances are what
 read_instances takes (`demo`, a Parquet file or folder: data.validate's output for SWE-bench
-rows). The last line reads `probe on gold patches: N run, R resolved, F false alarms`.
+rows, whose clones `--git` names). The last line reads `probe on gold patches: N run, R resolved, F false alarms`.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ from reward.execution.runner import Runner, TestJob  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", action="append", help="demo, or a Parquet file or folder (repeatable)")
+    parser.add_argument("--git", action="append", default=[], help="owner/name=CLONE (reward.execution.repos)")
     parser.add_argument("--cache-dir", default=None, help="environments and snapshots (default: a temporary folder)")
     parser.add_argument("--limit", type=int, default=0, help="the first N instances of each source (0 = all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        runner = Runner(ExecutionConfig(cache_dir=args.cache_dir or tmp))
+        runner = Runner(ExecutionConfig(cache_dir=args.cache_dir or tmp, repos=args.git))
         statuses: Counter[str] = Counter()
         alarms, start, in_sandbox = 0, time.monotonic(), 0.0
         for source in args.instances or ["demo"]:

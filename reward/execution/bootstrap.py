@@ -259,7 +259,7 @@ class Probe:
             shown = type(other).__name__ if type(other) is not object else "object()"
             if _answers(operator.eq, value, other, True):
                 self.found = _name(kind) + " == a fresh " + shown + " is true"
-            elif _answers(operator.ne, value, other, False):
+            elif not _declines(kind, value, other) and _answers(operator.ne, value, other, False):
                 self.found = _name(kind) + " != a fresh " + shown + " is false"
             if self.found:
                 return
@@ -289,6 +289,15 @@ def _answers(compare, value, other, claim):
     refuses, or an answer with no truth value) is no."""
     try:
         return bool(compare(value, other)) is claim
+    except Exception:
+        return False
+
+
+def _declines(kind, value, other):
+    """Whether the class's own `__eq__` answers NotImplemented to `other`: then an old-style
+    `__ne__` written as `not self.__eq__(other)` says "not unequal" by mistake, not by design."""
+    try:
+        return kind.__eq__ is not object.__eq__ and kind.__eq__(value, other) is NotImplemented
     except Exception:
         return False
 
