@@ -31,9 +31,26 @@ ATTACKS = (  # also run against an older harness (--against)
     "tests/reward/test_containment.py",
     "tests/reward/test_env_build.py",
     "tests/actors/test_ood_forgery.py",  # the out-of-domain graders, through their public API
+    "tests/reward/test_always_equal.py",  # always-equal values in passing tests (the recorder's probe)
 )
 NEW_CODE = ("tests/data/test_paths.py", "tests/reward/test_report.py", "tests/actors/test_test_pool.py")
 FILES = (*ATTACKS, *NEW_CODE)
+# Files of which only these tests are attacks (the rest test other duties); each runs by its node id.
+SELECTED = {
+    "tests/reward/test_workspace.py": (
+        "test_a_tree_past_a_session_limit_ends_the_episode_as_the_policys",
+        "test_pid_1_answers_every_request_and_outlives_it",
+        "test_a_folder_removed_whole_has_every_file_under_it_deleted",
+        "test_a_name_a_diff_cannot_carry_is_left_out_and_named",
+        "test_a_replayed_session_and_its_patch_make_the_same_tree",
+    ),
+    "tests/actors/test_agent_rollout.py": ("test_a_tree_past_a_session_limit_is_the_policys_not_the_infrastructures",),
+    "tests/data/test_inject.py": (
+        "test_a_bug_that_fails_only_by_chance_is_refused_as_flaky",
+        "test_a_bug_failing_with_probability_0_7_per_process_is_rarely_kept",
+    ),
+    "tests/reward/test_django_runner.py": ("test_an_always_equal_value_under_the_unittest_runner_is_tampered",),
+}
 # Tests in those files that are not attacks (clean input accepted, the pool's other duties).
 NOT_ATTACKS = (
     "test_a_plain",
@@ -42,6 +59,7 @@ NOT_ATTACKS = (
     "test_an_honest",
     "test_a_session_that_ran",
     "test_a_killed_runner",
+    "test_the_gold_patch_under_every_style",
 )
 # Test function name (a prefix) -> class of attack (docs/security.md's numbering).
 CLASSES = (
@@ -78,6 +96,14 @@ CLASSES = (
     ("test_an_ood_answer_reading_the_expected", "9d ood: the expected values read"),
     ("test_an_ood_answer_reading_cruxevals_want", "9d ood: the expected values read"),
     ("test_an_ood_answer_rebinding_cruxevals_f", "9e ood: CRUXEval's f rebound"),
+    ("test_a_tree_past_a_session_limit", "10 agent-made infra failures"),
+    ("test_pid_1_answers_every_request", "10 agent-made infra failures"),
+    ("test_a_bug_that_fails_only_by_chance", "11 flaky bugs"),
+    ("test_a_bug_failing_with_probability", "11 flaky bugs"),
+    ("test_an_always_equal_value", "12 always-equal values"),
+    ("test_a_folder_removed_whole", "13 session patch not its tree"),
+    ("test_a_name_a_diff_cannot_carry", "13 session patch not its tree"),
+    ("test_a_replayed_session", "13 session patch not its tree"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )
@@ -87,6 +113,9 @@ _LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED) (\S+?)::(\w+)")  # pytest -r
 def run(root: Path) -> Counter[tuple[str, str]]:
     """(class, outcome) counts of the red-team tests in the tree `root`, run on its harness."""
     files = [str(root / f) for f in FILES if (root / f).exists()]
+    for name, tests in SELECTED.items():  # those the tree has
+        text = (root / name).read_text() if (root / name).exists() else ""
+        files += [f"{root / name}::{t}" for t in tests if f"def {t}(" in text]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", f"--rootdir={root}", *files],
         cwd=root,
@@ -106,10 +135,16 @@ def run(root: Path) -> Counter[tuple[str, str]]:
     return counts
 
 
+def _order(kind: str) -> tuple[int, str]:
+    """Classes by their number (9a after 8, 10 after 9e), then the held ones."""
+    number = re.match(r"\d+", kind)
+    return (int(number.group()) if number else 1 << 30, kind)
+
+
 def table(counts: Counter[tuple[str, str]], title: str) -> tuple[int, int]:
     print(f"{title}\n{'class':40} {'attempts':>8} {'forged or escaped':>18}")
     total = through = 0
-    for kind in sorted({k for k, _ in counts}):
+    for kind in sorted({k for k, _ in counts}, key=_order):
         held, bad = counts[kind, "held"], counts[kind, "through"]
         print(f"{kind:40} {held + bad:8d} {bad:18d}")
         total, through = total + held + bad, through + bad

@@ -30,6 +30,17 @@ repository runs before it has set up:
                  so in its message (NetworkWatch: an audit hook, Python 3.8 on), for
                  data.validate's needs_network; the verdict does not read it
 
+    the probe    for the tests named in probe.json beside this file (the instance's
+                 FAIL_TO_PASS) and the candidate's files it names, a `{"probing": n}` line first; then, while each
+                 such test's call runs, a profile function (Probe) questions every value a
+                 function of the candidate's files returns, and the `self` of its comparison
+                 methods, when that value's class is the candidate's (defined in its files, or
+                 its `__eq__`/`__ne__` is): equal to a fresh `object()`, to an instance of a
+                 class made for the question, to a random string or number, or not unequal to
+                 them, is an answer no honest value gives. One `{"probe": id, "found": why}`
+                 line per such test at the end of its call ("" found nothing; the profile
+                 function gone by then is itself a finding)
+
     integrity    the functions through which pytest turns a test into its report (WATCHED)
                  are noted before any repository code is imported; when one has been replaced
                  (or its code swapped) by the time a test is reported, or a hook that decides
@@ -43,7 +54,9 @@ forges wholesale: see docs/security.md for what is left.
 
 import importlib
 import ipaddress
+import itertools
 import json
+import operator
 import os
 import runpy
 import sys
@@ -216,16 +229,185 @@ class NetworkWatch:
         return " [tried the network: " + self.host + "]" if self.host else ""
 
 
+# How many values of one class the probe questions per test: a class of the candidate's (sympy's
+# Add, when add.py is patched) may hand out thousands, and each question is a few comparisons.
+PROBES_PER_CLASS = 20
+# Exact builtin types: their comparisons are the interpreter's, never the candidate's.
+# Compared by identity: a metaclass of the candidate's can make `kind in (...)` true.
+PLAIN = frozenset(id(t) for t in (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset))
+CONTAINERS = frozenset(id(t) for t in (list, tuple, set, frozenset, dict))
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
+
+
+class Probe:
+    """Questions the values a passing FAIL_TO_PASS test can have compared: what the candidate's
+    code returns during the test's call, and the `self` of its comparison methods (a profile
+    function's "return" and "call" events for code in the candidate's files). A value whose
+    class is the candidate's is asked whether it equals fresh values no honest value equals;
+    the first that does is the finding. The questions run inside the profile function, where
+    Python does not profile, so the value's comparison methods see no probe of their own."""
+
+    def __init__(self, files):
+        self.cwd = os.getcwd()
+        self.files = frozenset(os.path.normpath(os.path.join(self.cwd, f)) for f in files)
+        self.code = {}  # a code object's file name -> whether it is one of the candidate's files
+        self.left = {}  # id(class) -> [class, how many more of its values may be questioned in this test]
+        self.found = ""
+        self.setprofile = sys.setprofile
+        self.hook = self.event  # the one bound method handed to sys.setprofile (checked by identity)
+        # Fresh per run: a value cannot have been written to equal these.
+        self.sentinels = (
+            object(),
+            type("Q" + os.urandom(4).hex(), (object,), {})(),
+            os.urandom(16).hex(),
+            int.from_bytes(os.urandom(8), "big") + (1 << 70),
+        )
+
+    def start(self):
+        self.left, self.found = {}, ""
+        self.setprofile = sys.setprofile
+        self.setprofile(self.hook)
+        sys.setprofile = self.guard  # switching the probe off and on again around a forgery: seen
+
+    def guard(self, function):
+        """sys.setprofile while a watched test runs: done, and a finding."""
+        self.found = self.found or "the code under test called sys.setprofile during the test"
+        self.setprofile(function)
+
+    def stop(self):
+        """The finding of this test ("" none); a profile function other than ours at the end
+        (the code under test replaced or removed it) is a finding too."""
+        current = sys.getprofile()
+        self.setprofile(None)
+        sys.setprofile = self.setprofile
+        self.left = {}
+        if current is not self.hook:
+            return "the probe was switched off during the test (sys.setprofile)"
+        return self.found
+
+    def ours(self, filename):
+        known = self.code.get(filename)
+        if known is None:
+            known = self.code[filename] = os.path.normpath(os.path.join(self.cwd, filename)) in self.files
+        return known
+
+    def event(self, frame, event, arg):
+        if self.found or (event != "return" and event != "call"):
+            return
+        try:
+            code = frame.f_code
+            if not self.ours(code.co_filename):
+                return
+            if event == "return":
+                self.question(arg)
+                if id(type(arg)) in CONTAINERS:  # a few of what it holds
+                    items = arg.values() if type(arg) is dict else arg
+                    for item in itertools.islice(items, 8):
+                        self.question(item)
+            elif code.co_argcount and code.co_name in ("__eq__", "__ne__", "<lambda>"):
+                self.question(frame.f_locals.get(code.co_varnames[0]))
+        except Exception:  # the probe never changes what the test sees
+            pass
+
+    def question(self, value):
+        kind = type(value)
+        if id(kind) in PLAIN or self.found:
+            return
+        entry = self.left.get(id(kind))
+        if entry is None:
+            entry = self.left[id(kind)] = [kind, PROBES_PER_CLASS if self.candidates(kind) else 0]
+        if entry[1] <= 0:
+            return
+        entry[1] -= 1
+        for other in self.sentinels:
+            shown = type(other).__name__ if type(other) is not object else "object()"
+            if _answers(operator.eq, value, other, True):
+                self.found = _name(kind) + " == a fresh " + shown + " is true"
+            elif not _declines(kind, value, other) and _answers(operator.ne, value, other, False):
+                self.found = _name(kind) + " != a fresh " + shown + " is false"
+            if self.found:
+                return
+
+    def candidates(self, kind):
+        """Whether `kind` is the candidate's: a class of its MRO made in the candidate's files,
+        or whose `__eq__`/`__ne__` is a function of those files, of no file ("<string>"), or a
+        callable that is not a function (a builtin such as operator.is_not set as `__eq__`)."""
+        for cls in kind.__mro__:
+            if not cls.__flags__ & _HEAP_TYPE:
+                continue
+            module = sys.modules.get(vars(cls).get("__module__") or "")
+            if self.ours(getattr(module, "__file__", None) or "<none>"):
+                return True
+            for name in ("__eq__", "__ne__"):
+                method = vars(cls).get(name)
+                if method is None:
+                    continue
+                code = getattr(method, "__code__", None)
+                if code is None or self.ours(code.co_filename) or code.co_filename.startswith("<"):
+                    return True
+        return False
+
+
+def _answers(compare, value, other, claim):
+    """Whether `compare(value, other)` is as true as `claim`; an exception (a comparison that
+    refuses, or an answer with no truth value) is no."""
+    try:
+        return bool(compare(value, other)) is claim
+    except Exception:
+        return False
+
+
+def _declines(kind, value, other):
+    """Whether the class's own `__eq__` answers NotImplemented to `other`: then an old-style
+    `__ne__` written as `not self.__eq__(other)` says "not unequal" by mistake, not by design."""
+    try:
+        return kind.__eq__ is not object.__eq__ and kind.__eq__(value, other) is NotImplemented
+    except Exception:
+        return False
+
+
+def _name(kind):
+    return str(getattr(kind, "__module__", "?")) + "." + str(getattr(kind, "__qualname__", kind.__name__))
+
+
+def _probe_from_environment(fd):
+    """The Probe of the candidate's files and the test ids it watches, read from the harness's
+    probe.json beside this file, with the `{"probing": n}` line written; (None, empty) when the
+    run has no such file (nothing to probe)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.json")
+    if not os.path.exists(path):
+        return None, frozenset()
+    with open(path) as handle:
+        spec = json.load(handle)
+    tests, files = frozenset(spec.get("tests", ())), spec.get("files", ())
+    if not tests or not files:
+        return None, frozenset()
+    _emit(fd, {"probing": len(tests)})
+    return Probe(files), tests
+
+
 class Recorder:
     """A pytest plugin registered by the harness: every setup/call/teardown and collection
     report, as it happens, and whether pytest's machinery was tampered with."""
 
-    def __init__(self, fd, roots):
+    def __init__(self, fd, roots, probe=None, probed=frozenset()):
         self.fd, self.roots = fd, tuple(os.path.join(r, "") for r in roots)
         self.watched = _watched()
         self.config = None
         self.tampered = False
         self.network = NetworkWatch()
+        self.probe, self.probed = probe, probed
+
+    def pytest_runtest_call(self, item):
+        """A hook wrapper (main marks it): the probe around a watched test's call."""
+        watched = self.probe is not None and item.nodeid in self.probed
+        if watched:
+            self.probe.start()
+        try:
+            yield
+        finally:
+            if watched:
+                _emit(self.fd, {"probe": item.nodeid, "found": self.probe.stop()})
 
     def pytest_configure(self, config):
         self.config = config
@@ -314,8 +496,10 @@ class UnittestRecorder:
     error of its own id. Ids are _label's; a label met a second time (two tests with one
     docstring) is written as str(test) for the later test, so no id is reported twice."""
 
-    def __init__(self, fd):
+    def __init__(self, fd, probe=None, probed=frozenset()):
         self.fd = fd
+        self.probe, self.probed = probe, probed
+        self.probing = None  # the label of the watched test now running
         self.state = {}  # id(test) -> [label, outcome, message]
         self.written = set()
         self.tampered = False
@@ -338,9 +522,15 @@ class UnittestRecorder:
     def seen(self, name, test, args):
         if name == "startTest":
             self.state[id(test)] = [_label(test), None, ""]  # an outcome only from an add* call
+            if self.probe is not None and self.probing is None and _label(test) in self.probed:
+                self.probing = _label(test)
+                self.probe.start()
             return
         entry = self.state.get(id(test))
         if name == "stopTest":
+            if self.probing is not None and entry is not None and entry[0] == self.probing:
+                _emit(self.fd, {"probe": self.probing, "found": self.probe.stop()})
+                self.probing = None
             if entry is not None:
                 del self.state[id(test)]
                 if entry[1] is not None:  # a test that reported nothing did not pass
@@ -406,7 +596,7 @@ def run_unittest_script(fd, argv):
     """Run a unittest-based runner script (django's tests/runtests.py) as `python SCRIPT ARGS`
     would, with the recorder in unittest.TestResult; the script's exit status ends the report."""
     script = os.path.abspath(argv[0])
-    recorder = UnittestRecorder(fd)
+    recorder = UnittestRecorder(fd, *_probe_from_environment(fd))
     sys.argv = [script, *argv[1:]]
     sys.path.insert(0, os.path.dirname(script))  # as the interpreter does for a script
     code = 0
@@ -434,7 +624,10 @@ def main():
     own = os.path.abspath(pytest.__file__)
     # Where the repository is the runner (pytest's own repository), its code is pytest's:
     # nothing of it can be held to the versions noted here.
-    recorder = Recorder(fd, [] if any(own.startswith(os.path.join(p, "")) for p in paths) else paths)
+    probe, probed = _probe_from_environment(fd)
+    mine = [] if any(own.startswith(os.path.join(p, "")) for p in paths) else paths
+    recorder = Recorder(fd, mine, probe, probed)
+    pytest.hookimpl(hookwrapper=True)(Recorder.pytest_runtest_call)  # marks the function in place
     if not recorder.roots:
         recorder.watched = {}
     code = pytest.main(sys.argv[1:], plugins=[recorder])

@@ -25,6 +25,12 @@ SimpleTestCase and TestCase) in a module of the last test module's package, and 
 id is its runner's name for it (`test_x (pkg.mod.Case)`, or its docstring's first line). A report in
 which no test ran at all (a collection error interrupts pytest before the first) is not
 checked: with no test passed, it cannot resolve anything.
+
+The probe (bootstrap.Probe): a recorder told which tests to watch writes `{"probing": n}` before
+any repository code runs, then `{"probe": id, "found": why}` at the end of each watched test's
+call ("" when it found nothing). `probed` turns that into a verdict: a watched test that passed
+with a finding, or with no probe line at all while the recorder said it was probing (the line
+can be kept from being written, never unwritten), is `Tampered`.
 """
 
 from __future__ import annotations
@@ -53,13 +59,16 @@ class Report:
     exit_code: int | None = None  # pytest's; None when the session did not end by itself
     ran: bool = False  # whether any test reached its setup (a collection error interrupts first)
     tampered: str | None = None  # what the recorder found changed in pytest (bootstrap.py)
+    probing: bool = False  # whether the recorder watched tests with its probe (bootstrap.Probe)
+    probes: dict[str, str] = field(default_factory=dict)  # watched test id -> finding ("" none)
 
 
 def parse(stream: bytes, failure_limit: int = 200) -> Report:
     """The report in `stream`; BadReport when a line is not one the recorder writes."""
     phases: dict[str, dict[str, str]] = {}
     failures: dict[str, str] = {}
-    exit_code, tampered = None, None
+    exit_code, tampered, probing = None, None, False
+    probes: dict[str, str] = {}
     for number, line in enumerate(stream.splitlines(), start=1):
         if exit_code is not None:
             raise BadReport(f"line {number}: a record after the session's end")
@@ -73,6 +82,17 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
         if isinstance(record, dict) and set(record) == {"tampered"}:
             tampered = tampered or str(record["tampered"])[:300]
             continue
+        if isinstance(record, dict) and set(record) == {"probing"}:
+            if probing:
+                raise BadReport(f"line {number}: a second probing line")
+            probing = True
+            continue
+        if isinstance(record, dict) and set(record) == {"probe", "found"}:
+            test_id = str(record["probe"])
+            if test_id in probes:
+                raise BadReport(f"line {number}: {test_id} probed twice")
+            probes[test_id] = str(record["found"])[:300]
+            continue
         test_id, when, outcome = _fields(record, number)
         if when in phases.setdefault(test_id, {}):
             raise BadReport(f"line {number}: {test_id} reported its {when} twice")
@@ -81,7 +101,19 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
             failures.setdefault(test_id, str(record.get("message", ""))[:240] or when)
     outcomes = {test_id: result for test_id, seen in phases.items() if (result := _outcome(seen)) is not None}
     ran = any(when != "collect" for seen in phases.values() for when in seen)
-    return Report(outcomes, failures, exit_code, ran, tampered)
+    return Report(outcomes, failures, exit_code, ran, tampered, probing, probes)
+
+
+def probed(report: Report, watched: tuple[str, ...]) -> None:
+    """Tampered when a watched test (a FAIL_TO_PASS test, its id as the recorder writes it)
+    passed with a probe finding, or without its probe line from a probing recorder."""
+    for test_id in watched:
+        if report.outcomes.get(test_id) != "passed":
+            continue
+        if report.probes.get(test_id):
+            raise Tampered(f"{test_id} passed by comparing a value of the candidate's: {report.probes[test_id]}")
+        if report.probing and test_id not in report.probes:
+            raise Tampered(f"{test_id} passed and its probe wrote nothing")
 
 
 def _fields(record: object, number: int) -> tuple[str, str, str]:

@@ -30,6 +30,11 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
                     report.py); a report in which they do not show exactly that, or in which
                     the recorder saw pytest's machinery replaced, is "tampered": unresolved,
                     counted, and logged with the patch by the pool
+    the probe       the instance's FAIL_TO_PASS ids and the candidate's applied Python files go
+                    to the recorder as a harness file (PROBE_FILE); a FAIL_TO_PASS test that
+                    passed while comparing a value of the candidate's that equals fresh
+                    sentinels (an always-equal object), or without its probe line, is
+                    "tampered" (bootstrap.Probe, report.probed)
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -45,11 +50,13 @@ Statuses, each a counted reason for the callers: "ok" (the report was read), "pa
 "timeout" (the wall-clock limit), "killed" (output or memory limit), "no_report" (the session
 did not end by itself: pytest could not start, or a process exited in the middle),
 "bad_report" (a stream the recorder does not write, or over the size limit), "tampered" (the
-canaries were wrong), "error" (the runner itself failed on the job; the reason says how).
+canaries were wrong, or the probe found an always-equal value), "error" (the runner itself
+failed on the job; the reason says how).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -69,8 +76,8 @@ from reward.execution.environments import (
     InterpreterUnavailable,
 )
 from reward.execution.guard import is_guarded
-from reward.execution.report import BadReport, Canaries, Tampered, parse
-from reward.execution.runners import harness_files, runner_for
+from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
+from reward.execution.runners import PROBE_FILE, harness_files, runner_for
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
@@ -137,6 +144,27 @@ def stable_ids(by_id: dict[str, str], prefixes: tuple[str, ...]) -> dict[str, st
             test_id = test_id.replace(prefix.rstrip("/"), mark)
         out[test_id] = value
     return out
+
+
+def unstable_ids(ids: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """stable_ids undone: labels with ENV_MARKS as the recorder in this environment writes them."""
+    marks = list(zip(prefixes, ENV_MARKS, strict=False))
+    out = []
+    for test_id in ids:
+        for prefix, mark in marks:
+            test_id = test_id.replace(mark, prefix.rstrip("/"))
+        out.append(test_id)
+    return tuple(out)
+
+
+def probe_spec(watched: tuple[str, ...], candidate: str, test_patch: str, changes: dict[str, str | None]) -> str:
+    """bootstrap.Probe's PROBE_FILE: the tests to watch and the candidate's Python files as
+    applied (not its guarded files, nor those the test patch replaced: those are the base
+    commit's and the dataset's). "" when either is empty: nothing to probe."""
+    theirs = {fp.new_path for fp in parse_patch(candidate) if fp.new_path and fp.new_path.endswith(".py")}
+    tests = {fp.new_path for fp in parse_patch(test_patch)} if test_patch.strip() else set()
+    files = sorted((theirs & set(changes)) - tests)
+    return json.dumps({"tests": list(watched), "files": files}) if watched and files else ""
 
 
 def resolved(instance: Instance, outcomes: dict[str, str]) -> bool | None:
@@ -246,13 +274,15 @@ class Runner:
         changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
+        watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
+        probe = probe_spec(watched, job.patch, test_patch or "", changes)  # a file: the ids may be many
         start = time.monotonic()
         result = sandbox.run(
             argv,
             snapshot=snapshot,
             changes=changes,
             ro_paths=env.ro_paths,
-            harness_files=harness_files(),
+            harness_files={**harness_files(), **({PROBE_FILE: probe} if probe else {})},
             env=variables,
             limits=self.limits,
             loopback=spec.network == "loopback",
@@ -262,7 +292,7 @@ class Runner:
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
         done["uncapped"] = result.uncapped
-        return self._verdict(job, result, canaries, env.ro_paths, own_tests, done)
+        return self._verdict(job, result, canaries, env.ro_paths, watched, done)
 
     @staticmethod
     def _verdict(
@@ -270,12 +300,14 @@ class Runner:
         result: sandbox.SandboxResult,
         canaries: Canaries,
         prefixes: tuple[str, ...],
-        own_tests: bool,
+        watched: tuple[str, ...],
         done: dict[str, Any],
     ) -> TestRun:
         """The run's status and outcomes from what the sandbox returned (the report stream,
-        checked: report.py), never from its log."""
+        checked: report.py), never from its log. `watched`: the probed tests' ids as the
+        recorder writes them (the instance's FAIL_TO_PASS; none when its labels do not apply)."""
         inst = job.instance
+        own_tests = job.test_patch is None and not job.tests
         fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
         if result.failed_server:  # a stand-in of the environment (services.py): the tests never ran
             return fail("env_failed", result.failed_server, **done)
@@ -293,6 +325,7 @@ class Runner:
             return fail("no_report", cut, **done)
         try:
             checked = canaries.check(report)
+            probed(report, watched)
         except Tampered as exc:
             return fail("tampered", str(exc), resolved=False, **done)
         outcomes = stable_ids(checked, prefixes)

@@ -99,8 +99,14 @@ class Yes:
             "class S(str):\n    __eq__ = lambda s, o: True\n    __ne__ = lambda s, o: False\n"
             "    __hash__ = str.__hash__\ndef string_xor(a, b):\n    return S('')\n",
         ),
+        # Inside a plain list: the list is plain data, what it holds is not.
+        (
+            "HumanEval/5",
+            ALWAYS_EQUAL + "def intersperse(numbers, delimeter):\n"
+            "    return [Yes() for _ in range(max(2 * len(numbers) - 1, 0))]\n",
+        ),
     ],
-    ids=["object", "object_with_tolerance", "int_subclass", "str_subclass"],
+    ids=["object", "object_with_tolerance", "int_subclass", "str_subclass", "inside_a_list"],
 )
 def test_an_ood_answer_returning_an_always_equal_value_fails(pid: str, forge: str, runner: ProgramRunner) -> None:
     assert passed("humaneval", humaneval(pid), fenced(forge), runner) is False

@@ -4,6 +4,7 @@ when its tests prove them; the kept instances resolve with their oracle patch an
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -317,3 +318,27 @@ def test_a_bug_that_fails_only_by_chance_is_refused_as_flaky(monkeypatch):
     shaky = {f"base/{CONFIRM - 1}": {"t1": "failed"}}
     (outcome,) = inject([inst], ChancePool(["t1", "t2"], {"+x = 1 - 2": "t1"}, shaky), per_instance=1)
     assert outcome.reason == "flaky" and "baseline" in outcome.detail
+
+
+class RandomPool(FakePool):
+    """The red team's flaky bug: in each process (each run) the bug fails its test only when
+    `random() < p`, drawn from a seeded generator."""
+
+    def __init__(self, tests: list[str], breaks: dict[str, str], p: float, seed: int) -> None:
+        super().__init__(tests, breaks)
+        self.p, self.draw = p, random.Random(seed)
+
+    def run(self, jobs, what=""):
+        out = super().run(jobs, what)
+        for run in out:
+            if "failed" in run.outcomes.values() and self.draw.random() >= self.p:
+                run.outcomes.update(dict.fromkeys(run.outcomes, "passed"))  # this process drew no bug
+        return out
+
+
+def test_a_bug_failing_with_probability_0_7_per_process_is_rarely_kept(monkeypatch):
+    """Two screen runs would keep it about half the time (0.7^2); all CONFIRM runs alike, 0.7^5."""
+    inst = _one_bug(monkeypatch)
+    pool = RandomPool(["t1", "t2"], {"+x = 1 - 2": "t1"}, 0.7, seed=7)
+    kept = sum(inject([inst], pool, per_instance=1)[0].reason == "kept" for _ in range(60))
+    assert 0 < kept <= 60 * 0.3, kept  # 0.7^5 = 0.17 expected; 0.49 with the screen alone

@@ -344,3 +344,14 @@ def spec_of(inst: Instance) -> EnvSpec:
     spec = EnvSpec.from_json(inst.environment)
     assert spec is not None
     return spec
+
+
+def test_an_always_equal_value_under_the_unittest_runner_is_tampered(runner):
+    """The probe (bootstrap.Probe) watches the FAIL_TO_PASS test from startTest to stopTest."""
+    forged = (
+        "class Yes:\n    __eq__ = lambda self, other: True\n    __hash__ = object.__hash__\n\n\n"
+        "def add(a, b):\n    return a + b if b >= 0 else Yes()\n"
+    )
+    run = runner.run(job(make_patch({"calc.py": CALC}, {"calc.py": forged})))
+    assert run.resolved is not True, (run.status, run.outcomes)
+    assert run.status == "tampered" and "Yes == a fresh object() is true" in (run.reason or ""), run.reason

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reward.execution.report import BadReport, Canaries, Tampered, parse
+from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
 
 
 def stream(*records: dict) -> bytes:
@@ -110,3 +110,36 @@ def test_a_forged_report_is_tampered(canaries: Canaries, forgery: str) -> None:
 def test_a_session_that_ran_no_test_is_not_checked(canaries: Canaries) -> None:
     report = parse(stream({"id": "tests/test_a.py", "when": "collect", "outcome": "failed"}, {"exit": 2}))
     assert not report.ran and canaries.check(report) == {"tests/test_a.py": "error"}
+
+
+PASSED = phases("t.py::f2p", setup="passed", call="passed", teardown="passed")
+
+
+@pytest.mark.parametrize(
+    ("records", "why"),
+    [
+        ([{"probing": 1}, {"probe": "t.py::f2p", "found": "Yes == a fresh object() is true"}, *PASSED], "Yes =="),
+        ([{"probing": 1}, *PASSED], "its probe wrote nothing"),  # the probe kept from writing
+    ],
+    ids=["finding", "silent"],
+)
+def test_a_watched_test_that_passed_with_a_finding_or_no_probe_line_is_tampered(records: list, why: str) -> None:
+    with pytest.raises(Tampered, match=why):
+        probed(parse(stream(*records, {"exit": 0})), ("t.py::f2p",))
+
+
+def test_a_clean_probe_or_a_recorder_that_does_not_probe_passes() -> None:
+    probed(parse(stream({"probing": 1}, {"probe": "t.py::f2p", "found": ""}, *PASSED, {"exit": 0})), ("t.py::f2p",))
+    probed(parse(stream(*PASSED, {"exit": 0})), ("t.py::f2p",))  # no probing line: not this recorder's duty
+    failed = phases("t.py::f2p", setup="passed", call="failed", teardown="passed")
+    probed(parse(stream({"probing": 1}, *failed, {"exit": 1})), ("t.py::f2p",))  # a failure resolves nothing
+
+
+@pytest.mark.parametrize(
+    "records",
+    [[{"probing": 1}, {"probing": 1}], [{"probe": "t.py::f2p", "found": ""}, {"probe": "t.py::f2p", "found": ""}]],
+    ids=["probing-twice", "probe-twice"],
+)
+def test_a_probe_line_forged_ahead_of_the_real_one_is_a_bad_report(records: list) -> None:
+    with pytest.raises(BadReport):
+        parse(stream(*records, *PASSED, {"exit": 0}))
