@@ -44,6 +44,12 @@ def _run(args: list[str], log: Path) -> None:
         raise SystemExit(f"{' '.join(args[:1])} failed ({code}): see {log}")
 
 
+def _gold_patch(row: dict[str, Any]) -> str:
+    """The row's gold patch: `patch` in SWE-bench's own rows (the dev rows), `golden_patch` in
+    the Lite file's export (scripts/export_swebench_lite.py)."""
+    return row["patch"] if "patch" in row else row["golden_patch"]
+
+
 def _entries(row: dict[str, Any]) -> list[dict[str, str]]:
     value = row.get("resolved_by") or []
     return ast.literal_eval(value) if isinstance(value, str) else list(value)
@@ -131,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     kept = set(labels)
     by_id = {r["instance_id"]: r for r in rows}
-    gold = [{"instance_id": i, "model_name_or_path": "gold", "model_patch": by_id[i]["golden_patch"]} for i in kept]
+    gold = [{"instance_id": i, "model_name_or_path": "gold", "model_patch": _gold_patch(by_id[i])} for i in kept]
     report = _execute(work, "gold", gold, pool)
     summary.update(
         gold_run=report["submitted"],

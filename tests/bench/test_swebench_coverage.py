@@ -74,3 +74,9 @@ def test_a_gold_run_that_errored_is_counted_and_the_cache_is_the_one_given(tmp_p
     assert all(f"reward.execution.cache_dir={cache.resolve()}" in c for c in pool_commands)
     with pytest.raises(SystemExit):  # an id that is not a row is refused
         swebench_coverage.main([*argv, "--ids", "o__r-2"])
+
+
+def test_the_gold_patch_is_read_from_either_row_format():
+    # SWE-bench's own rows (swebench_dev_rows.json) name it `patch`; the Lite export `golden_patch`.
+    assert swebench_coverage._gold_patch({"patch": "diff a"}) == "diff a"
+    assert swebench_coverage._gold_patch({"golden_patch": "diff b"}) == "diff b"
