@@ -34,6 +34,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from reward.execution.coverage import read_covered
+
 _PHASES = ("setup", "call", "teardown", "collect")
 _OUTCOMES = ("passed", "failed", "skipped")
 
@@ -53,6 +55,8 @@ class Report:
     exit_code: int | None = None  # pytest's; None when the session did not end by itself
     ran: bool = False  # whether any test reached its setup (a collection error interrupts first)
     tampered: str | None = None  # what the recorder found changed in pytest (bootstrap.py)
+    # snapshot path -> lines executed, when the run measured them (coverage.py: hostile, bounded)
+    covered: dict[str, frozenset[int]] | None = None
 
 
 def parse(stream: bytes, failure_limit: int = 200) -> Report:
@@ -60,6 +64,7 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
     phases: dict[str, dict[str, str]] = {}
     failures: dict[str, str] = {}
     exit_code, tampered = None, None
+    covered: dict[str, frozenset[int]] | None = None
     for number, line in enumerate(stream.splitlines(), start=1):
         if exit_code is not None:
             raise BadReport(f"line {number}: a record after the session's end")
@@ -69,6 +74,14 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
             raise BadReport(f"line {number}: not JSON") from None
         if isinstance(record, dict) and set(record) == {"exit"} and type(record["exit"]) is int:
             exit_code = record["exit"]
+            continue
+        if isinstance(record, dict) and set(record) == {"covered"}:
+            if covered is not None:
+                raise BadReport(f"line {number}: a second coverage record")
+            try:
+                covered = read_covered(record["covered"])
+            except ValueError as exc:
+                raise BadReport(f"line {number}: {exc}") from None
             continue
         if isinstance(record, dict) and set(record) == {"tampered"}:
             tampered = tampered or str(record["tampered"])[:300]
@@ -81,7 +94,7 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
             failures.setdefault(test_id, str(record.get("message", ""))[:240] or when)
     outcomes = {test_id: result for test_id, seen in phases.items() if (result := _outcome(seen)) is not None}
     ran = any(when != "collect" for seen in phases.values() for when in seen)
-    return Report(outcomes, failures, exit_code, ran, tampered)
+    return Report(outcomes, failures, exit_code, ran, tampered, covered)
 
 
 def _fields(record: object, number: int) -> tuple[str, str, str]:

@@ -50,6 +50,7 @@ canaries were wrong), "error" (the runner itself failed on the job; the reason s
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -60,7 +61,8 @@ from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import cgroups, check, sandbox, services
+from reward.execution import cgroups, check, coverage, sandbox, services
+from reward.execution.coverage import Tools
 from reward.execution.environments import (
     Environment,
     EnvironmentFailed,
@@ -73,6 +75,8 @@ from reward.execution.report import BadReport, Canaries, Tampered, parse
 from reward.execution.runners import harness_files, runner_for
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
+
+logger = logging.getLogger(__name__)
 
 HOST_DEMO_SPEC = EnvSpec()  # the demo set's: its own files, the project's interpreter
 
@@ -90,6 +94,9 @@ class TestJob:
     # regression fallback: the repository's own tests that import the edited modules); the test
     # patch then applies only when `test_patch` is set, and `resolved` is None.
     tests: tuple[str, ...] = ()
+    # Measure the lines the tests execute (coverage.py, reward/execution/coverage.py): the
+    # injector's baseline asks, to draw bugs where the tests look; pytest runs only.
+    coverage: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,8 @@ class TestRun:
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
     guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (guard.py)
     uncapped: bool = False  # ran without its memory and pids caps (SWE_RL_LIMITS=best_effort)
+    # snapshot path -> lines the tests executed, when the job asked (empty: not measured)
+    covered: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 def test_files(test_patch: str | None) -> list[str]:
@@ -170,6 +179,7 @@ class Runner:
         cache = Path(cfg.cache_dir).expanduser().resolve()
         self.envs = Environments(cache / "envs", cfg.build_timeout_s)
         self.snapshots = Snapshots(cache / "snapshots", cfg.repos)
+        self.tools = Tools(cache / "tools", cfg.build_timeout_s)
 
     def ready(self) -> int:
         """The runner's process id, once its node passed the node check (check.py): on a node
@@ -246,12 +256,19 @@ class Runner:
         changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
+        ro_paths = env.ro_paths
+        if job.coverage and spec.runner == "pytest":
+            try:
+                tool = str(self.tools.coverage(env.python, spec.python))
+                variables[coverage.ENV_VAR], ro_paths = tool, (*ro_paths, tool)
+            except RuntimeError as exc:  # the run goes on, unmeasured: the injector draws from every line
+                logger.warning("[runner] %s: %s", inst.instance_id, exc)
         start = time.monotonic()
         result = sandbox.run(
             argv,
             snapshot=snapshot,
             changes=changes,
-            ro_paths=env.ro_paths,
+            ro_paths=ro_paths,
             harness_files=harness_files(),
             env=variables,
             limits=self.limits,
@@ -298,6 +315,7 @@ class Runner:
         outcomes = stable_ids(checked, prefixes)
         why = stable_ids({k: v for k, v in report.failures.items() if k in checked}, prefixes)
         verdict = resolved(inst, outcomes) if own_tests else None
+        done["covered"] = report.covered or {}
         return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from conf.config import ExecutionConfig
+from data.bugs.proof import inject
 from data.bugs.repository import REF_PREFIX, read_source
 from data.fixtures.synthetic import RepoBuilder
 from data.git.commits import commit_files
 from data.loader import read_instances
 from data.schema import Instance
 from reward.execution import sandbox
-from reward.execution.runner import Runner, TestJob, labelled_files
+from reward.execution.runner import Runner, TestJob, TestRun, labelled_files
 
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(
@@ -100,6 +101,46 @@ def test_read_source_takes_the_code_and_lists_the_tests(tmp_path):
         read_source("acme/calc", repo.path, "HEAD", ("src",))
 
 
+# Code no test executes: many mutation sites, none a test can see.
+UNUSED = "".join(
+    f"def unused_{k}(x, y):\n    if x > y:\n        return x - {k}\n    return y + {k}\n\n\n" for k in range(12)
+)
+
+
+class CoveringPool:
+    """Every test passes; a run asked for coverage reports `covered` (what bootstrap.py measures
+    in the sandbox); `asked` keeps each job's (id, coverage) flag."""
+
+    def __init__(self, tests: list[str], covered: dict[str, frozenset[int]]) -> None:
+        self.tests, self.covered, self.asked = tests, covered, []
+
+    def run(self, jobs, what=""):
+        self.asked += [(job.job_id, job.coverage) for job in jobs]
+        outcomes = dict.fromkeys(self.tests, "passed")
+        return [
+            TestRun(job.job_id, job.instance.instance_id, "ok", outcomes, covered=self.covered if job.coverage else {})
+            for job in jobs
+        ]
+
+
+def test_rules_bugs_are_drawn_on_the_lines_the_baselines_tests_executed(tmp_path):
+    repo = _repo(tmp_path / "r")
+    repo.commit({"calc/unused.py": UNUSED}, "code no test runs")
+    source = read_source("acme/calc", repo.path, "HEAD")
+    ops = frozenset(range(4, 18))  # calc/ops.py's function bodies: what the tests run
+    pool = CoveringPool(["tests/test_ops.py::test_add"], {"calc/ops.py": ops, "tests/test_ops.py": frozenset({1})})
+    baselines: dict = {}
+    outcomes = inject([source], pool, per_instance=6, seed=0, baselines_out=baselines)
+    drawn = [m for o in outcomes if o.candidate for m in o.candidate.bug]
+    assert len(drawn) == 6 and {(m.path, m.line in ops) for m in drawn} == {("calc/ops.py", True)}
+    # Only the first baseline run measures (it is slower); bug runs never do.
+    assert [a for a in pool.asked if a[1]] == [("0/base/0", True)]
+    assert baselines[source.instance.instance_id]["covered_lines"] == len(ops) + 1
+    # Nothing measured (an interpreter coverage.py does not support): every site may be drawn.
+    unmeasured = inject([source], CoveringPool(["t"], {}), per_instance=6, seed=0)
+    assert {m.path for o in unmeasured if o.candidate for m in o.candidate.bug} == {"calc/ops.py", "calc/unused.py"}
+
+
 def test_an_instance_without_a_test_patch_runs_the_files_its_labels_name():
     inst = Instance(
         "i",
@@ -136,7 +177,8 @@ def test_bugs_in_a_repository_at_a_commit_become_instances_that_resolve(injected
     head = repo.git("rev-parse", "HEAD")
     assert manifest["commit"] == {"acme/calc": head} and manifest["candidates"] == 4
     (baseline,) = manifest["baselines"].values()
-    assert baseline == {"passing": 3, "left_out": 0}
+    assert (baseline["passing"], baseline["left_out"]) == (3, 0)
+    assert baseline["covered_lines"] >= 11  # calc/ops.py's 11 lines the tests run, measured in the sandbox
     kept = list(read_instances(str(out), 0))
     assert kept and len(kept) == manifest["kept"]
     runner = Runner(ExecutionConfig(cache_dir=str(cache), wall_s=10.0, repos=[f"acme/calc={repo.path}"]))
