@@ -157,6 +157,16 @@ def _changed(watched):
     return None
 
 
+def _hookimpls(caller):
+    """A hook's implementations: `get_hookimpls()` from pluggy 0.10 on; before it (pytest 4.x
+    of 2019 with pluggy 0.8-0.9) the caller's own lists of them."""
+    if caller is None:
+        return []
+    if hasattr(caller, "get_hookimpls"):
+        return caller.get_hookimpls()
+    return list(getattr(caller, "_nonwrappers", [])) + list(getattr(caller, "_wrappers", []))
+
+
 class Recorder:
     """A pytest plugin registered by the harness: every setup/call/teardown and collection
     report, as it happens, and whether pytest's machinery was tampered with."""
@@ -188,7 +198,7 @@ class Recorder:
         hooks = self.config.pluginmanager.hook if self.config is not None else None
         for hook in OUTCOME_HOOKS:
             caller = getattr(hooks, hook, None)
-            for impl in caller.get_hookimpls() if caller is not None else ():
+            for impl in _hookimpls(caller):
                 code = getattr(impl.function, "__code__", None)
                 where = getattr(code, "co_filename", "")
                 if where.startswith(self.roots) and os.path.basename(where) != "conftest.py":
