@@ -166,6 +166,7 @@ def inject(
     seconds: dict[str, float] | None = None,
     baselines_out: dict[str, dict[str, int]] | None = None,
     baseline_cache: dict[str, Baseline] | None = None,
+    sites: str = "covered",
 ) -> list[BugOutcome]:
     """Every source's outcome (when it was rejected) and every candidate's, in order; the
     seconds of each stage (baseline, bugs, inverse) go into `seconds`, and each source's
@@ -173,8 +174,12 @@ def inject(
     `baselines_out`, when given. `draw` writes the bugs of the sources whose baseline passed
     (default: the rules injector's seeded mutations, `per_instance` per source).
     `baseline_cache` (self-play's, across steps) holds the baselines that passed, by
-    `baseline_key`: a source met again is not run again."""
-    measure = draw is None  # the rules draw where the tests look; the policy's bugs need no lines
+    `baseline_key`: a source met again is not run again. `sites`: "covered", the rules draw on
+    the lines the baseline's first run executed (measured by coverage.py), or "all" (any line)."""
+    if sites not in ("covered", "all"):
+        raise ValueError(f"sites: {sites!r} is not 'covered' or 'all'")
+    # The rules draw where the tests look; the policy's bugs need no lines.
+    measure = draw is None and sites == "covered"
     if draw is None:
         draw = rules_draw(per_instance, combine, seed, operators)
     seconds = {} if seconds is None else seconds

@@ -139,6 +139,11 @@ def test_rules_bugs_are_drawn_on_the_lines_the_baselines_tests_executed(tmp_path
     # Nothing measured (an interpreter coverage.py does not support): every site may be drawn.
     unmeasured = inject([source], CoveringPool(["t"], {}), per_instance=6, seed=0)
     assert {m.path for o in unmeasured if o.candidate for m in o.candidate.bug} == {"calc/ops.py", "calc/unused.py"}
+    # --sites all: no run measures, any line is drawn (as before the coverage run).
+    anywhere = CoveringPool(["t"], {"calc/ops.py": ops})
+    drawn_all = inject([source], anywhere, per_instance=6, seed=0, sites="all")
+    assert not any(flag for _, flag in anywhere.asked)
+    assert {m.path for o in drawn_all if o.candidate for m in o.candidate.bug} == {"calc/ops.py", "calc/unused.py"}
 
 
 def test_an_instance_without_a_test_patch_runs_the_files_its_labels_name():
