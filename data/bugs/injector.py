@@ -106,10 +106,12 @@ def candidates(
     drawn: a bug on a line no test runs cannot fail a test. None, or no site on a covered line
     (a run that measured nothing of these files), draws from every site."""
     tree = working_tree(inst)
-    found = [m for path in sorted(tree) if path.endswith(".py") for m in sites(path, tree[path], operators)]
+    paths = [path for path in sorted(tree) if path.endswith(".py")]
+    found: list[Mutation] = []
     if covered:
-        run = [m for m in found if m.line in covered.get(m.path, ())]
-        found = run or found
+        found = [m for path in paths if covered.get(path) for m in sites(path, tree[path], operators, covered[path])]
+    if not found:
+        found = [m for path in paths for m in sites(path, tree[path], operators)]
     base = int.from_bytes(hashlib.sha256(f"{seed}/{inst.instance_id}".encode()).digest()[:8], "big")
     out: list[BugCandidate] = []
     seen: set[tuple[Mutation, ...]] = set()
