@@ -23,10 +23,13 @@ each:
 
 Instances without an environment get `--environment`: a JSON EnvSpec (reward/execution/
 environments.py; `{}`: their own files and the project's interpreter, as the demo set), or
-`derive`: each instance's own, derived from its snapshot at the base commit (`derive_spec`:
-its declared dependencies and test requirements, resolved as of its date, the oldest Python it
-supports that is installed). Without `--environment` they are derived when a clone is given
-(`reward.execution.repos`: mined instances of a real repository, whose code context alone is not the tree),
+`derive`: each instance's own, derived from its snapshot at the base commit
+(reward/execution/derivation.py: the candidates its declarations give, interpreter x
+requirement set, resolved as of its date, each built and run on its tests (the test patch
+applied, not the fix) until one runs them; every attempt is in `_environments.json` beside the
+manifest, one line per instance in the manifest's `environments` and on the console). Without
+`--environment` they are derived when a clone is given (`reward.execution.repos`: mined
+instances of a real repository, whose code context alone is not the tree),
 and refused in one line naming `--environment` when none is. `_labels.json` beside the
 manifest has every instance's outcome, reason, FAIL_TO_PASS and PASS_TO_PASS, kept or not.
 Why a test fails is read from the harness's report stream: when no test turns from failing to
@@ -55,7 +58,8 @@ from conf.io import write_text
 from data.loader import read_instances
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
-from reward.execution.environments import EnvSpec, derive_spec
+from reward.execution.derivation import Deriver, write_records
+from reward.execution.environments import EnvSpec
 from reward.execution.pool import TestPool
 from reward.execution.runner import TestJob
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
@@ -134,10 +138,15 @@ def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[
     ]
 
 
-def derive_environments(instances: list[Instance], cfg: ExecutionConfig) -> list[Instance]:
-    """Each instance without an environment gets the one its snapshot declares (derive_spec);
-    an instance whose snapshot cannot be made keeps none (its runs count it: no_snapshot)."""
+def derive_environments(
+    instances: list[Instance], cfg: ExecutionConfig, deriver: Deriver | None = None
+) -> list[Instance]:
+    """Each instance without an environment gets the one its snapshot declares, found by
+    building its candidates and running its tests (reward/execution/derivation.py), each
+    attempt kept in `deriver`; an instance whose snapshot cannot be made keeps none (its runs
+    count it: no_snapshot)."""
 
+    deriver = deriver or Deriver(cfg, need_passing=False)
     snapshots = Snapshots(Path(cfg.cache_dir).expanduser().resolve() / "snapshots", cfg.repos)
     out = []
     for inst in instances:
@@ -150,7 +159,7 @@ def derive_environments(instances: list[Instance], cfg: ExecutionConfig) -> list
             log.warning("[validate] %s: %s", inst.instance_id, exc)
             out.append(replace(inst, environment=EnvSpec(snapshot="git").to_json()))
             continue
-        out.append(replace(inst, environment=derive_spec(snapshot, inst.created_at, inst.repo).to_json()))
+        out.append(replace(inst, environment=deriver.derive(inst, snapshot).spec.to_json()))
     return out
 
 
@@ -187,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         derive = True
     started = time.monotonic()
-    if derive:
-        instances = derive_environments(instances, cfg)
+    deriver = Deriver(cfg, need_passing=False) if derive else None  # before the fix, all may fail
+    if deriver is not None:
+        instances = derive_environments(instances, cfg, deriver)
 
     with ray_session(ray_address, max(cfg.num_runners, 1)):
         pool = TestPool(cfg)
@@ -216,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         "pool": stats,
         "elapsed_s": round(time.monotonic() - started, 1),
     }
+    if deriver is not None:
+        manifest["environments"] = [d.summary() for d in deriver.derivations]
+        write_records(out, deriver.derivations)
     write_manifest(out, manifest)
     details = [
         {

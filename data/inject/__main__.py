@@ -41,7 +41,11 @@ injector's engine takes training's keys (`model.*`, and of `rollout.*` those tha
 engine: conf/overrides.py ENGINE_KEYS); `--model`, `--temperature`, `--max-new-tokens` are
 refused with their new names.
 `_manifest.json` has the funnel (sources, baselines, candidates, kept, each rejection reason
-with examples) and the seconds per stage.
+with examples) and the seconds per stage; with `--environment derive`, `environments` has one
+line per repository (also printed as it is derived) and `_environments.json` beside it the
+whole record of each derivation: the interpreter and requirement set chosen, the test command,
+every attempt with its stage, its error's first lines and seconds, the baseline's counts
+(reward/execution/derivation.py; docs/execution.md).
 
 Tests run in the sandbox on the test-runner pool (`reward.execution.num_runners` runners on a
 local Ray, or the cluster at `ray.address`), or `reward.execution.num_runners=0` one by one in
@@ -80,7 +84,8 @@ from data.git.repo import GitError, parse_clone
 from data.loader import read_instances
 from data.mining.filters import FilterConfig
 from data.shards import ShardWriter, prepare_output, write_manifest
-from reward.execution.environments import EnvSpec, derive_spec
+from reward.execution.derivation import Deriver, select_tests, write_records
+from reward.execution.environments import EnvSpec
 from reward.execution.pool import TestPool
 from reward.execution.runner import Runner
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
@@ -89,11 +94,18 @@ EXAMPLES = 5  # per reason, in the manifest
 
 
 def git_sources(
-    entries: Sequence[str], commit: str, paths: tuple[str, ...], cfg: ExecutionConfig, environment: str = "derive"
+    entries: Sequence[str],
+    commit: str,
+    paths: tuple[str, ...],
+    cfg: ExecutionConfig,
+    environment: str = "derive",
+    deriver: Deriver | None = None,
 ) -> list[GitSource]:
     """Each clone (reward.execution.repos) at `commit` in `environment`: "derive", the one its snapshot
-    declares there (derive_spec, as data.validate derives one: its dependencies as of the
-    commit's date), or an EnvSpec as JSON (its snapshot is always the commit)."""
+    declares there, found by building and baselining its candidates (reward/execution/
+    derivation.py, as data.validate derives one: its dependencies as of the commit's date; its
+    tests narrowed to the repository's own selection), each attempt kept in `deriver`; or an
+    EnvSpec as JSON (its snapshot is always the commit)."""
     given = None
     if environment != "derive":
         try:
@@ -111,7 +123,11 @@ def git_sources(
             snapshot = snapshots.path(source.instance, EnvSpec(snapshot="git"))
         except (GitError, ValueError, SnapshotUnavailable) as exc:
             raise UserError(f"reward.execution.repos: {entry}: {exc}") from None
-        spec = given or derive_spec(snapshot, source.instance.created_at, source.instance.repo)
+        if given is None:
+            deriver = deriver or Deriver(cfg)
+            derived = deriver.derive(source.instance, snapshot, source.tests)
+            source = replace(source, tests=select_tests(source.tests, derived.command.paths))
+        spec = given or derived.spec
         out.append(replace(source, instance=replace(source.instance, environment=spec.to_json())))
     return out
 
@@ -261,10 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     workers = cfg.num_runners
     cfg = replace(cfg, num_runners=max(workers, 1))
     started = time.monotonic()
+    deriver = Deriver(cfg) if git and args.environment == "derive" else None
     try:
         paths = tuple(p.strip() for p in args.paths.split(",") if p.strip())
         sources: list[Source] = (
-            list(git_sources(git, args.commit, paths, cfg, args.environment))
+            list(git_sources(git, args.commit, paths, cfg, args.environment, deriver))
             if git
             else list(read_instances(args.data, args.limit))
         )
@@ -342,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": round(elapsed, 1),
         "seconds_per_kept": round(elapsed / counts["kept"], 1) if counts["kept"] else None,
     }
+    if deriver is not None:
+        manifest["environments"] = [d.summary() for d in deriver.derivations]
+        write_records(out, deriver.derivations)
     write_manifest(out, manifest)
     keys = ("sources", "candidates", "kept", "counts", "elapsed_s", "seconds_per_kept")
     print(json.dumps({k: manifest[k] for k in keys}, indent=1))

@@ -15,6 +15,17 @@ derive_spec (environments.py) turns these into an EnvSpec for a mined pull reque
     build_requires(dir)       pyproject.toml's `[build-system].requires`, as written ([] when
                               it has none: PEP 518's default, setuptools and wheel, is in
                               every environment's SEED)
+    requirement_files(dir)    every requirements file it has (the common names, requirements*.txt
+                              at the root, requirements/*.txt), with `file_kind` telling test,
+                              dev, variant (tests-min) and other (docs, typing, lint, build) apart
+    compiled_with(text)       the Python a pip-compile (or `uv pip compile --python-version`)
+                              header says the file was resolved with ("3.13")
+    dependency_groups(dir)    PEP 735 `[dependency-groups]`, `{include-group = ...}` followed
+    tox_envs(dir)             tox's environments (tox.ini, setup.cfg [tox:tox], pyproject's
+                              [tool.tox] native or legacy_tox_ini): unconditional deps, dependency
+                              groups, extras and commands of each
+    tested_pythons(dir)       the Python versions its CI workflows, tox envlist, noxfile and
+                              classifiers name (what its maintainers test on)
 
 setup.py is read with regular expressions, not executed: the snapshot is code under test, and
 running it on the host (outside the sandbox) is what the project never does. What only running
@@ -29,8 +40,10 @@ import configparser
 import contextlib
 import posixpath
 import re
+import shlex
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +108,8 @@ def requirement_lines(read: Reader, rel: str, seen: set[str] | None = None) -> t
         if m := _OWN.match(line):
             extras += [e.strip() for e in (m.group(1) or "").split(",") if e.strip()]
             continue
-        if line.startswith(("-", ".", "/", "git+", "http:", "https:", "file:")):
-            continue  # options, constraints, paths and URLs: not a requirement of the index
+        if line.startswith(("-", ".", "/", "git+", "http:", "https:", "file:")) or "://" in line:
+            continue  # options, constraints, paths and URLs (`name @ https://...`): not of the index
         reqs.append(line.split(" --hash", 1)[0].strip())
     return reqs, extras
 
@@ -148,6 +161,152 @@ def build_requires(snapshot: Path) -> list[str]:
     build_system = _toml(snapshot).get("build-system", {})
     requires = build_system.get("requires", []) if isinstance(build_system, dict) else []
     return [r for r in requires if isinstance(r, str)] if isinstance(requires, list) else []
+
+
+# Requirement files named after what is not the test suite: never a requirement set alone.
+_OTHER = re.compile(r"doc|sphinx|typing|mypy|lint|style|build|release|publish|pre-commit|bench|flake|format|gha")
+# A test file for other versions than the usual ones (flask's tests-min.txt, tests-dev.txt).
+_VARIANT = re.compile(r"min|dev|upstream|nightly|latest|oldest|pinned|py2")
+_COMPILED = re.compile(r"^#.*(?:pip-compile with Python|--python-version[= ])\s*(3\.\d{1,2})", re.M)
+_VERSION = re.compile(r"(?<![\d.])(3\.(?:[6-9]|1[0-9]))(?![\d])")
+_TOX_PY = re.compile(r"\bpy(?:thon)?3\.?(\d{1,2})\b")
+
+
+def requirement_files(snapshot: Path, own: tuple[str, ...] = ()) -> list[str]:
+    """Every requirements file of the snapshot: `own` (its row's), the common names, then
+    requirements*.txt / *-requirements.txt at the root and requirements/*.txt, sorted."""
+    found = [f for f in (*own, *TEST_REQUIREMENT_FILES) if (snapshot / f).is_file()]
+    for pattern in ("requirements*.txt", "*requirements.txt", "requirements/*.txt", "requirements/*/*.txt"):
+        found += sorted(str(p.relative_to(snapshot)) for p in snapshot.glob(pattern) if p.is_file())
+    return list(dict.fromkeys(found))
+
+
+def file_kind(rel: str) -> str:
+    """ "test", "variant" (a test file for minimum or development versions), "dev", "base"
+    (requirements.txt: the runtime's) or "other" (docs, typing, lint, build: never the tests')."""
+    name = rel.lower().removesuffix(".txt")
+    stem = name.rsplit("/", 1)[-1]
+    if _OTHER.search(stem):
+        return "other"
+    if "test" in name:
+        return "variant" if _VARIANT.search(stem.replace("test", "")) else "test"
+    if re.search(r"dev|develop", stem):
+        return "dev"
+    return "base" if stem in ("requirements", "base", "install", "runtime", "main", "prod") else "other"
+
+
+def compiled_with(text: str) -> str | None:
+    """The Python a pip-compile / uv header says resolved this file ("3.13"), or None."""
+    m = _COMPILED.search(text[:2000])
+    return m.group(1) if m else None
+
+
+def dependency_groups(snapshot: Path) -> dict[str, list[str]]:
+    """PEP 735 groups: name -> requirement strings, `{include-group = "x"}` expanded."""
+    raw = _toml(snapshot).get("dependency-groups", {})
+    groups = raw if isinstance(raw, dict) else {}
+
+    def expand(name: str, seen: tuple[str, ...]) -> list[str]:
+        out: list[str] = []
+        entries = groups.get(name, [])
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, str):
+                out.append(entry)
+            elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+                included = entry["include-group"]
+                out += [] if included in seen else expand(included, (*seen, included))
+        return out
+
+    return {name: expand(name, (name,)) for name in groups if isinstance(name, str)}
+
+
+@dataclass(frozen=True)
+class ToxEnv:
+    """One tox environment as declared ("testenv": the base every environment extends)."""
+
+    name: str
+    deps: tuple[str, ...] = ()  # requirement lines, `-r file` ones too; factor-conditional ones left out
+    groups: tuple[str, ...] = ()  # dependency_groups it installs
+    extras: tuple[str, ...] = ()
+    commands: tuple[tuple[str, ...], ...] = ()  # each command's argv, as written ({posargs} and all)
+
+
+def tox_envs(snapshot: Path) -> list[ToxEnv]:
+    """tox.ini's, setup.cfg's [tox:tox] or pyproject's [tool.tox] environments, base first."""
+    tool = _toml(snapshot).get("tool", {}).get("tox", {})
+    if isinstance(tool, dict) and isinstance(tool.get("legacy_tox_ini"), str):
+        return _ini_envs(tool["legacy_tox_ini"], "testenv")
+    if isinstance(tool, dict) and tool:
+        return _native_envs(tool)
+    if (snapshot / "tox.ini").is_file():
+        return _ini_envs(_read(snapshot / "tox.ini"), "testenv")
+    setup_cfg = _read(snapshot / "setup.cfg")
+    return _ini_envs(setup_cfg, "testenv") if "[tox:tox]" in setup_cfg else []
+
+
+def _ini_envs(text: str, base: str) -> list[ToxEnv]:
+    cfg = configparser.RawConfigParser(strict=False)
+    with contextlib.suppress(configparser.Error):
+        cfg.read_string(text)
+    out = []
+    for section in cfg.sections():
+        if section != base and not section.startswith(base + ":"):
+            continue
+
+        def lines(key: str, section: str = section) -> list[str]:
+            value = cfg.get(section, key) if cfg.has_option(section, key) else ""
+            joined = re.sub(r"\\\n", " ", value)
+            return [ln.strip() for ln in joined.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+
+        deps = tuple(d for d in lines("deps") if not re.match(r"^[\w{},.-]+:\s", d))  # `min: -r ...`: a factor's
+        extras = tuple(e.strip() for ln in lines("extras") for e in ln.split(",") if e.strip())
+        groups = tuple(g.strip() for ln in lines("dependency_groups") for g in ln.split(",") if g.strip())
+        commands = tuple(_split(c) for c in lines("commands") if not re.match(r"^[\w{},.-]+:\s", c))
+        name = "testenv" if section == base else section.split(":", 1)[1]
+        out.append(ToxEnv(name, deps, groups, extras, tuple(c for c in commands if c)))
+    return out
+
+
+def _native_envs(tool: dict[str, Any]) -> list[ToxEnv]:
+    def env(name: str, table: object) -> ToxEnv:
+        t = table if isinstance(table, dict) else {}
+        strings = lambda key: tuple(x for x in t.get(key, []) or [] if isinstance(x, str))  # noqa: E731
+        commands = tuple(
+            tuple(a for a in cmd if isinstance(a, str)) for cmd in t.get("commands", []) or [] if isinstance(cmd, list)
+        )
+        return ToxEnv(name, strings("deps"), strings("dependency_groups"), strings("extras"), commands)
+
+    envs = [env("testenv", tool.get("env_run_base", {}))]
+    named = tool.get("env", {})
+    return envs + [env(n, t) for n, t in (named.items() if isinstance(named, dict) else [])]
+
+
+def _split(command: str) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(command))
+    except ValueError:
+        return ()
+
+
+def tested_pythons(snapshot: Path) -> list[str]:
+    """Python versions ("3.11") its CI workflows, tox envlist, noxfile and classifiers name,
+    newest first: those its maintainers run its tests on."""
+    found: set[str] = set()
+    workflows = snapshot / ".github" / "workflows"
+    texts = [_read(p) for p in sorted(workflows.glob("*.y*ml"))] if workflows.is_dir() else []
+    texts += [_read(snapshot / ".travis.yml"), _read(snapshot / "noxfile.py")]
+    for text in texts:
+        for line in text.splitlines():
+            if re.search(r"python", line, re.I) and not re.search(r"pypy", line, re.I):
+                found |= set(_VERSION.findall(line))
+    tox_texts = [_read(snapshot / "tox.ini"), _read(snapshot / "pyproject.toml")]
+    for text in tox_texts:
+        for m in re.finditer(r"py3\{([\d,\s]+)\}", text):  # tox's py3{13,12,11}
+            found |= {f"3.{v.strip()}" for v in m.group(1).split(",") if v.strip()}
+        found |= {f"3.{v}" for v in _TOX_PY.findall(text)}
+    for text in (_read(snapshot / "setup.py"), _read(snapshot / "setup.cfg"), _read(snapshot / "pyproject.toml")):
+        found |= set(re.findall(r"Programming Language :: Python :: (3\.\d{1,2})\b", text))
+    return sorted(found, key=lambda v: -int(v.split(".")[1]))
 
 
 def _toml(snapshot: Path) -> dict[str, Any]:

@@ -104,11 +104,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
 
 from conf.io import locked
-from reward.execution import declared, identity, repos, sandbox
+from reward.execution import candidates, declared, identity, repos, sandbox, testcommand
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
 from reward.execution.runners import RUNNERS, runner_for
 
@@ -121,6 +119,7 @@ __all__ = [
     "EnvironmentFailed",
     "Environments",
     "InterpreterUnavailable",
+    "derive_candidates",
     "derive_spec",
     "find_python",
 ]
@@ -135,7 +134,6 @@ _DEPENDENCY_FILES = (
     *declared.TEST_REQUIREMENT_FILES,
     *repos.TEST_REQUIREMENT_FILES,
 )
-DEFAULT_PYTHON = "3.9"  # SWE-bench's for most repositories; used when nothing else decides
 # What every environment has besides the spec's requirements: what `python -m venv`, virtualenv
 # and conda environments come with (uv's venvs have none of it), resolved as of the spec's date.
 # Old test suites import pkg_resources (pydicom's data manager does at import time).
@@ -725,57 +723,67 @@ def _canonical(name: str) -> str:
 
 
 def derive_spec(snapshot: Path, created_at: str | None, repo: str) -> EnvSpec:
-    """The environment of a mined pull request's tests, from what its snapshot declares and
-    what the harness knows of its repository ("owner/name": its row in repos.py).
+    """The first of derive_candidates: the environment most likely to build and run."""
+    return derive_candidates(snapshot, created_at, repo, limit=1)[0][1]
+
+
+def derive_candidates(snapshot: Path, created_at: str | None, repo: str, limit: int = 4) -> list[tuple[str, EnvSpec]]:
+    """The environments a mined commit's tests may run in, best first, each with the name of
+    its requirement set (candidates.py decides which and in which order), from what its snapshot
+    declares and what the harness knows of its repository ("owner/name": its row in repos.py).
 
     snapshot "git"; install "snapshot" when it has a setup.py / setup.cfg / pyproject.toml
-    (its declared dependencies, with its test extras); requirements: its test requirement
-    files' lines (declared.py, and the row's own files), the runner's package added when they
-    do not name it (runners.py: pytest's); runner: the row's, with its default options; python: the oldest
-    installed version its python_requires admits, else (none declared) the newest installed
-    one released before the commit, else DEFAULT_PYTHON (or the oldest installed); exclude_newer: the commit's date,
-    raised to the interpreter's first release (nothing older installs on it); pythonpath "src"
-    for a src layout, else the root; network "loopback" when the test requirements name a
-    local-server plugin (LOCAL_SERVERS), else "none"; undated: the row's test_data.
+    (its declared dependencies, with the set's extras and its test extras); requirements: the
+    set's, the runner's package added when they do not name it (runners.py: pytest's); runner:
+    the row's, with its options and, for pytest, those of the repository's own test command that
+    the harness passes on (testcommand.py); python: candidates.interpreters' order;
+    exclude_newer: the commit's date, raised to the interpreter's first release (nothing older
+    installs on it); pythonpath "src" for a src layout, else the root; network "loopback" when the
+    requirements name a local-server plugin (LOCAL_SERVERS), else "none"; undated: the row's
+    test_data.
     """
-
-    here = installed()
-    try:
-        admits = SpecifierSet(declared.python_requires(snapshot) or "")
-    except InvalidSpecifier:
-        admits = SpecifierSet()
-    allowed = [v for v in here if Version(f"{v}.0") in admits]
     date = _utc(created_at)
-    if not allowed:
-        python = next((v for v in RELEASES if Version(f"{v}.0") in admits), DEFAULT_PYTHON)  # run: no_interpreter
-    elif str(admits):
-        python = allowed[0]
-    else:
-        released = [v for v in allowed if date is not None and RELEASES[v] <= date[:10]]
-        python = released[-1] if released else (DEFAULT_PYTHON if DEFAULT_PYTHON in allowed else allowed[0])
+    compiled = [v for f in declared.requirement_files(snapshot) if (v := declared.compiled_with(_text(snapshot, f)))]
+    pythons = candidates.interpreters(
+        declared.python_requires(snapshot), installed(), compiled, declared.tested_pythons(snapshot), date
+    )
     has_project = any((snapshot / f).is_file() for f in ("setup.py", "setup.cfg", "pyproject.toml"))
     row = repos.lookup(repo)
-    reqs, own_extras = declared.test_requirements(snapshot, row.test_requirement_files)
-    extras = tuple(dict.fromkeys([*own_extras, *declared.test_extras(snapshot)])) if has_project else ()
     runner, runner_args = row.command_at(None)
+    if runner == "pytest":
+        runner_args = (*runner_args, *testcommand.own_command(snapshot).args)
     needed = runner_for(runner).requirement
-    if needed is not None and not any(_canonical(r) == needed for r in reqs):
-        reqs.append(needed)
-    if date is not None and date < f"{RELEASES[python]}T00:00:00Z":
-        date = f"{RELEASES[python]}T00:00:00Z"
-    return EnvSpec(
-        snapshot="git",
-        python=python,
-        requirements=tuple(reqs),
-        install="snapshot" if has_project else "none",
-        extras=extras,
-        exclude_newer=date,
-        pythonpath=("src",) if declared.src_layout(snapshot) else (".",),
-        runner=runner,
-        runner_args=runner_args,
-        network="loopback" if any(_canonical(r) in LOCAL_SERVERS for r in reqs) else "none",
-        undated=row.test_data,
-    )
+    test_extras = declared.test_extras(snapshot) if has_project else []
+    out = []
+    for python, chosen in candidates.plan(
+        pythons, candidates.requirement_sets(snapshot, row.test_requirement_files), limit
+    ):
+        reqs = list(chosen.requirements)
+        if needed is not None and not any(_canonical(r) == needed for r in reqs):
+            reqs.append(needed)
+        extras = tuple(dict.fromkeys([*chosen.extras, *test_extras])) if has_project else ()
+        when = date
+        if when is not None and when < f"{RELEASES[python]}T00:00:00Z":
+            when = f"{RELEASES[python]}T00:00:00Z"
+        spec = EnvSpec(
+            snapshot="git",
+            python=python,
+            requirements=tuple(reqs),
+            install="snapshot" if has_project else "none",
+            extras=extras,
+            exclude_newer=when,
+            pythonpath=("src",) if declared.src_layout(snapshot) else (".",),
+            runner=runner,
+            runner_args=runner_args,
+            network="loopback" if any(_canonical(r) in LOCAL_SERVERS for r in reqs) else "none",
+            undated=row.test_data,
+        )
+        out.append((chosen.name, spec))
+    return out
+
+
+def _text(snapshot: Path, rel: str) -> str:
+    return (snapshot / rel).read_text(encoding="utf-8", errors="replace")
 
 
 def _utc(created_at: str | None) -> str | None:

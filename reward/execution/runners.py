@@ -14,8 +14,10 @@ runner.py asks that entry, through one interface, for everything that depends on
     requirement     the package a derived environment adds when its test requirements do not
                     name it (environments.derive_spec); None when the repository carries its runner
 
-    pytest      the test files and the canary file as pytest's arguments (SWE-bench's test
-                directives are the test patch's files)
+    pytest      the environment's runner_args (the repository's own options that
+                testcommand.py passes on: -W, `-m "not slow"`, ...), then the test files and the
+                canary file as pytest's arguments (SWE-bench's test directives are the test
+                patch's files)
     django      `tests/runtests.py --verbosity 2 RUNNER_ARGS LABELS`, as SWE-bench runs it:
                 each test file under tests/ as its dotted module label
                 (tests/admin_views/tests.py -> admin_views.tests), the canary module's label last
@@ -86,7 +88,9 @@ class Pytest(TestRunner):
         self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]
     ) -> tuple[list[str], Canaries]:
         canaries = Canaries.beside(tests, import_root)
-        return [python, *_PYTHON_FLAGS, BOOTSTRAP, *PYTEST_ARGS, *tests, canaries.path], canaries
+        # runner_args: the repository's own options the harness passes on (testcommand.py), after
+        # its own, so neither a -q nor a plugin of theirs comes before the recorder's.
+        return [python, *_PYTHON_FLAGS, BOOTSTRAP, *PYTEST_ARGS, *runner_args, *tests, canaries.path], canaries
 
 
 @RUNNERS.register("django")

@@ -78,7 +78,9 @@ def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
 def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_time(tmp_path, here):
     snapshot = _project(tmp_path, {"setup.py": "setup(name='old')\n", "old.py": ""})
     spec = derive_spec(snapshot, "2021-12-24T00:00:00Z", "acme/old")
-    assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.10", ("pytest",), (".",), ())
+    # 3.10 was out 81 days then: the newest out for candidates.MATURE_DAYS comes first.
+    assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.9", ("pytest",), (".",), ())
+    assert derive_spec(snapshot, "2022-03-01T00:00:00Z", "acme/old").python == "3.10"
     # A commit older than every installed interpreter: the oldest, resolved as of its release.
     spec = derive_spec(snapshot, "2012-09-13T06:36:36Z", "acme/old")
     assert (spec.python, spec.exclude_newer) == ("3.9", "2020-10-05T00:00:00Z")

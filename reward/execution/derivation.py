@@ -1,0 +1,208 @@
+"""A derived environment, found by trying: each candidate (environments.derive_candidates) is
+built and its baseline run until one runs the repository's tests, and every attempt is recorded.
+
+    Deriver(cfg).derive(instance, snapshot, tests)  ->  Derivation
+
+An attempt builds the candidate's environment (cached: a later run of the same spec finds it)
+and runs the tests once in the sandbox, as every test run (runner.py: the guard, the canaries
+and the recorder as always), with the repository's own selection and options (testcommand.py).
+It fails at a stage:
+
+    snapshot      the commit could not be checked out (no_snapshot): no other candidate is tried
+    interpreter   no interpreter of that version here (no_interpreter)
+    build         the environment did not resolve, install or build (env_failed)
+    baseline      the tests did not run (pytest could not start or collect: no_report, a
+                  timeout, ...), or ran and `unusable` says why they do not count: no test
+                  collected, most tests erroring (an import that fails at collection), no test
+                  passing
+
+The first attempt whose baseline counts is chosen; when none does, the one with the most passing
+tests (its baseline fails later, with its reason, as before). At most `limit` attempts (each
+costs a build and a run).
+
+The record (Derivation.record: the repository, commit, chosen interpreter and requirement set,
+the test command, every attempt with its error's first lines and seconds, the baseline's counts,
+seconds per stage) is what data.inject and data.validate write as `_environments.json` beside
+their manifest (write_records), with one line per repository on the console (summary).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from conf.config import ExecutionConfig
+from conf.io import write_text
+from data.schema import Instance
+from reward.execution.environments import EnvSpec, derive_candidates
+from reward.execution.runner import Runner, TestJob
+from reward.execution.testcommand import TestCommand, own_command
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS = 4  # candidates tried per derivation, at most
+RECORDS = "_environments.json"  # beside a command's _manifest.json
+# The stage at which a run of each status failed (any other: the baseline's).
+STAGES = {"no_interpreter": "interpreter", "env_failed": "build", "error": "build", "no_snapshot": "snapshot"}
+_ERROR_LINES, _ERROR_CHARS = 6, 800  # of each attempt's error, in the record
+
+
+@dataclass(frozen=True)
+class Attempt:
+    python: str
+    requirements: str  # the requirement set's name (candidates.RequirementSet.name)
+    stage: str  # "ok", or where it failed: "snapshot", "interpreter", "build", "baseline"
+    error: str = ""  # the first lines of why
+    seconds: float = 0.0  # the whole attempt
+    build_s: float = 0.0  # of which building the environment (0: cached)
+    counts: dict[str, int] = field(default_factory=dict)  # the baseline's outcomes: passed, failed, error, skipped
+
+
+@dataclass(frozen=True)
+class Derivation:
+    repo: str
+    commit: str
+    spec: EnvSpec  # the chosen candidate's
+    requirements: str  # its requirement set's name
+    ok: bool  # its baseline counts (unusable said nothing)
+    attempts: tuple[Attempt, ...]
+    command: TestCommand
+    tests: int  # test files the baseline ran
+
+    def record(self) -> dict[str, Any]:
+        chosen = next((a for a in self.attempts if a.stage == "ok"), None)
+        return {
+            "repo": self.repo,
+            "commit": self.commit,
+            "ok": self.ok,
+            "python": self.spec.python,
+            "requirements": self.requirements,
+            "command": asdict(self.command),
+            "tests": self.tests,
+            "baseline": (chosen or self._best()).counts if self.attempts else {},
+            "seconds": {
+                "build": round(sum(a.build_s for a in self.attempts), 1),
+                "baseline": round(sum(a.seconds - a.build_s for a in self.attempts), 1),
+            },
+            "attempts": [asdict(a) for a in self.attempts],
+            "environment": json.loads(self.spec.to_json()),
+        }
+
+    def summary(self) -> str:
+        """One line for the console: the repository, the choice, the baseline, the attempts."""
+        counts = self.record()["baseline"]
+        tried = len(self.attempts)
+        head = f"[env] {self.repo}@{self.commit[:10]}: " + ("ok" if self.ok else "FAILED")
+        choice = f"python {self.spec.python}, {self.requirements}"
+        base = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "error"))
+        seconds = sum(a.seconds for a in self.attempts)
+        last = (
+            ""
+            if self.ok or not self.attempts
+            else f"; last: {self.attempts[-1].stage}: {_first(self.attempts[-1].error)}"
+        )
+        return f"{head}, {choice}; baseline {base}; {tried} attempt{'s' * (tried != 1)}, {seconds:.0f} s{last}"
+
+    def _best(self) -> Attempt:
+        return max(self.attempts, key=lambda a: (a.counts.get("passed", 0), sum(a.counts.values())))
+
+
+def unusable(counts: dict[str, int], need_passing: bool = True) -> str | None:
+    """Why a baseline run whose report was read does not count, or None when it does.
+    `need_passing`: a test must pass (a repository's suite; an instance's tests before its fix
+    may all fail, data.validate's)."""
+    ran = sum(counts.get(k, 0) for k in ("passed", "failed", "error"))
+    if ran == 0:
+        return "no test was collected"
+    if counts.get("error", 0) * 2 > ran:
+        return f"{counts['error']} of {ran} tests errored (collection or fixtures)"
+    if need_passing and counts.get("passed", 0) == 0:
+        return f"no test passes ({counts.get('failed', 0)} failed, {counts.get('error', 0)} errored)"
+    return None
+
+
+def select_tests(tests: Sequence[str], paths: Sequence[str]) -> tuple[str, ...]:
+    """The test files under the repository's own selection (`paths`: folders or files); all of
+    them when it names none, or none of them is under it."""
+    if not paths:
+        return tuple(tests)
+    roots = [PurePosixPath(p) for p in paths]
+    chosen = tuple(t for t in tests if any(r == PurePosixPath(t) or r in PurePosixPath(t).parents for r in roots))
+    return chosen or tuple(tests)
+
+
+class Deriver:
+    """Derives environments on this node (its builds land in the node's cache, where the test
+    pool's runners find them), keeping every Derivation in `derivations`."""
+
+    def __init__(self, cfg: ExecutionConfig, limit: int = ATTEMPTS, need_passing: bool = True) -> None:
+        self.runner, self.limit, self.need_passing = Runner(cfg), limit, need_passing
+        self.derivations: list[Derivation] = []
+
+    def derive(self, instance: Instance, snapshot: Path, tests: Sequence[str] = ()) -> Derivation:
+        """Try the candidates of the instance's snapshot (module docstring). `tests`: the test
+        files to run (a repository's suite), narrowed to its own selection; () runs the
+        instance's own tests (its test patch's files)."""
+        command = own_command(snapshot)
+        chosen_tests = select_tests(tests, command.paths)
+        candidates = derive_candidates(snapshot, instance.created_at, instance.repo, self.limit)
+        attempts: list[Attempt] = []
+        found: tuple[str, EnvSpec] | None = None
+        for k, (name, spec) in enumerate(candidates):
+            attempt = self._attempt(instance, spec, name, chosen_tests, k)
+            attempts.append(attempt)
+            log.info(
+                "[env] %s: python %s, %s: %s %s", instance.repo, spec.python, name, attempt.stage, _first(attempt.error)
+            )
+            if attempt.stage == "ok":
+                found = (name, spec)
+                break
+            if attempt.stage == "snapshot":
+                break  # the commit cannot be checked out: no candidate changes that
+        if found is None:
+            best = max(range(len(attempts)), key=lambda i: (attempts[i].counts.get("passed", 0), -i))
+            found = candidates[best]
+        derivation = Derivation(
+            instance.repo,
+            instance.base_commit or "",
+            found[1],
+            found[0],
+            any(a.stage == "ok" for a in attempts),
+            tuple(attempts),
+            command,
+            len(chosen_tests),
+        )
+        self.derivations.append(derivation)
+        print(derivation.summary(), flush=True)
+        return derivation
+
+    def _attempt(self, instance: Instance, spec: EnvSpec, name: str, tests: tuple[str, ...], k: int) -> Attempt:
+        clock = time.monotonic()
+        job = TestJob(replace(instance, environment=spec.to_json()), "", job_id=f"derive/{k}", tests=tests)
+        run = self.runner.run(job)
+        seconds, build_s = round(time.monotonic() - clock, 1), round(run.env_build_s, 1)
+        stage = STAGES.get(run.status, "baseline")
+        if run.status != "ok":
+            return Attempt(spec.python, name, stage, _lines(f"{run.status}: {run.reason}"), seconds, build_s)
+        counts = dict(Counter(run.outcomes.values()))
+        why = unusable(counts, self.need_passing)
+        return Attempt(spec.python, name, "baseline" if why else "ok", why or "", seconds, build_s, counts)
+
+
+def write_records(out: Path, derivations: Sequence[Derivation]) -> None:
+    """`_environments.json` in `out`: every derivation's record, in order."""
+    write_text(out / RECORDS, json.dumps([d.record() for d in derivations], indent=1) + "\n")
+
+
+def _lines(text: str) -> str:
+    return "\n".join(text.strip().splitlines()[:_ERROR_LINES])[:_ERROR_CHARS]
+
+
+def _first(text: str) -> str:
+    return text.strip().splitlines()[0][:200] if text.strip() else ""
