@@ -5,18 +5,19 @@
 
 Each repository at its tag goes the way `python -m data.inject` takes it: read from its clone
 (data/bugs/repository.py: its sources and test files), its environment derived from what the
-commit declares (reward.execution.environments.derive_spec, via data.inject's `git_sources`),
-built into the project's content-addressed cache (reward.execution.cache_dir; a second run finds
-it there and builds nothing), and its own test files run once, in the sandbox, as the
-injector's baseline runs them (reward.execution.runner: the guard, the canaries, the report
-stream). Prints one row per repository, as a Markdown table:
+commit declares (reward/execution/derivation.py via data.inject's `git_sources`: each candidate
+interpreter and requirement set built into the project's content-addressed cache,
+reward.execution.cache_dir, and its baseline run once in the sandbox with the repository's own
+test selection, until one counts; every attempt recorded). A second run finds every build in the
+cache and only runs the tests. Prints one row per repository, as a Markdown table:
 
     repository  release  interpreter  built  tests collected  baseline pass rate  seconds  reason
 
-`built` is whether the environment built and pytest reported a session; the pass rate is passed
-over passed, failed and errors (skips are neither); `seconds` is the environment's build (0 when
-cached) plus the run. A repository is baselined when at least `--min-pass` (0.9) of its tests
-pass. The last line is `environments: B of N built and baselined`.
+`built` is whether some candidate's environment built; the pass rate is passed over passed,
+failed and errors (skips are neither) in the chosen candidate's baseline; `seconds` is the whole
+derivation, of which `build` the environments' builds (none when cached). A repository is
+baselined when at least `--min-pass` (0.9) of its tests pass. The last line is
+`environments: B of N built and baselined`. `--logs DIR`: each derivation's record as JSON.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import argparse
 import json
 import sys
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -37,10 +37,8 @@ from conf import logs, overrides  # noqa: E402
 from conf.config import ExecutionConfig  # noqa: E402
 from conf.errors import UserError  # noqa: E402
 from data.inject.__main__ import git_sources  # noqa: E402
-from reward.execution.environments import EnvSpec  # noqa: E402
-from reward.execution.runner import Runner, TestJob, TestRun  # noqa: E402
-
-BUILD_FAILURES = ("env_failed", "no_interpreter", "no_snapshot")
+from reward.execution.derivation import Derivation, Deriver  # noqa: E402
+from reward.execution.runner import Runner  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -70,52 +68,53 @@ def parse_entry(entry: str) -> tuple[str, str, str]:
     return name, clone, tag
 
 
-def row_of(name: str, tag: str, spec: EnvSpec, run: TestRun, seconds: float, min_pass: float) -> Row:
-    """A repository's row from its baseline run."""
-    counts = Counter(run.outcomes.values())
-    ran = counts["passed"] + counts["failed"] + counts["error"]
-    rate = counts["passed"] / ran if ran else None
-    built = run.status not in BUILD_FAILURES
-    if run.status != "ok":
-        reason = f"{run.status}: {(run.reason or '').strip()}"
-    elif rate is None:
-        reason = "no test ran"
-    elif rate < min_pass:
-        failing = sorted(t for t, o in run.outcomes.items() if o in ("failed", "error"))
-        first = "; ".join(f"{t}: {run.failures.get(t, '')[:120]}" for t in failing[:3])
-        reason = f"{ran - counts['passed']} of {ran} fail, e.g. {first}"
+def row_of(name: str, tag: str, derivation: Derivation, seconds: float, min_pass: float) -> Row:
+    """A repository's row from its derivation: the chosen candidate's baseline, or why none counts."""
+    record = derivation.record()
+    counts: dict[str, int] = record["baseline"]
+    ran = counts.get("passed", 0) + counts.get("failed", 0) + counts.get("error", 0)
+    rate = counts.get("passed", 0) / ran if ran else None
+    built = any(a.stage in ("ok", "baseline") for a in derivation.attempts)
+    tried = len(derivation.attempts)
+    if not derivation.ok:
+        last = derivation.attempts[-1] if derivation.attempts else None
+        reason = f"{last.stage}: {last.error}" if last else "no candidate"
+    elif rate is not None and rate < min_pass:
+        reason = f"{ran - counts.get('passed', 0)} of {ran} tests fail"
     else:
         reason = ""
+    if tried > 1:
+        reason = f"{tried} attempts ({record['requirements']} chosen)" + (f"; {reason}" if reason else "")
     return Row(
         name,
         tag,
-        spec.python,
+        derivation.spec.python,
         built,
-        len(run.outcomes),
-        counts["passed"],
-        ran - counts["passed"],
+        sum(counts.values()),
+        counts.get("passed", 0),
+        ran - counts.get("passed", 0),
         rate,
         round(seconds, 1),
-        round(run.env_build_s, 1),
+        record["seconds"]["build"],
         " ".join(reason.split())[:400],
     )
 
 
-def baseline(entry: str, cfg: ExecutionConfig, runner: Runner, min_pass: float, logs_dir: Path | None = None) -> Row:
-    """One repository at its tag: derived, built (or found in the cache) and run once."""
+def baseline(entry: str, cfg: ExecutionConfig, deriver: Deriver, min_pass: float, logs_dir: Path | None = None) -> Row:
+    """One repository at its tag: derived as data.inject derives it (each candidate built, or
+    found in the cache, and its baseline run, until one counts)."""
     name, clone, tag = parse_entry(entry)
     start = time.monotonic()
     try:
-        (source,) = git_sources([f"{name}={clone}"], tag, (), cfg)
+        git_sources([f"{name}={clone}"], tag, (), cfg, "derive", deriver)
     except UserError as exc:
         return Row(name, tag, "", False, 0, 0, 0, None, round(time.monotonic() - start, 1), 0.0, str(exc)[:400])
-    spec = EnvSpec.from_json(source.instance.environment) or EnvSpec()
-    run = runner.run(TestJob(source.instance, "", job_id=f"{name}@{tag}/baseline", tests=source.tests))
-    if logs_dir is not None:  # the end of pytest's output and the spec, to see why
+    derivation = deriver.derivations[-1]
+    if logs_dir is not None:  # the derivation's whole record: every attempt's error
         logs_dir.mkdir(parents=True, exist_ok=True)
-        text = f"{spec.to_json()}\n{run.status}: {run.reason}\n{run.log}\n"
-        (logs_dir / f"{name.replace('/', '+')}@{tag}.log").write_text(text)
-    return row_of(name, tag, spec, run, time.monotonic() - start, min_pass)
+        record = json.dumps(derivation.record(), indent=1)
+        (logs_dir / f"{name.replace('/', '+')}@{tag}.json").write_text(record + "\n")
+    return row_of(name, tag, derivation, time.monotonic() - start, min_pass)
 
 
 def table(rows: list[Row], min_pass: float) -> str:
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--git", action="append", required=True, help="OWNER/NAME=CLONE@TAG (repeat)")
     parser.add_argument("--min-pass", type=float, default=0.9, help="share of its tests that must pass (0.9)")
     parser.add_argument("--json", default="", help="also write the rows as JSON here")
-    parser.add_argument("--logs", default="", help="write each run's spec and the end of its output here")
+    parser.add_argument("--logs", default="", help="write each repository's derivation record here (every attempt)")
     # A whole suite in one run: training's 300 s per run is for a few test files.
     # `--git` is this script's own flag (the issue's and bench/swebench_coverage.py's), not the
     # pool commands' former one: the overrides are parsed without the former-flag refusals.
@@ -156,11 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     logs.setup()
     cfg = replace(cfg, repos=[*cfg.repos, *(f"{name}={clone}" for name, clone, _ in entries)])
-    runner = Runner(cfg)
-    runner.ready()
+    Runner(cfg).ready()
+    deriver = Deriver(cfg)
     rows = []
     for (name, _clone, tag), entry in zip(entries, args.git, strict=True):
-        rows.append(baseline(entry, cfg, runner, args.min_pass, Path(args.logs) if args.logs else None))
+        rows.append(baseline(entry, cfg, deriver, args.min_pass, Path(args.logs) if args.logs else None))
         r = rows[-1]
         print(f"[environments] {name}@{tag}: built={r.built} collected={r.collected} rate={r.pass_rate} "
               f"{r.seconds:.0f}s {r.reason[:200]}", file=sys.stderr, flush=True)  # fmt: skip

@@ -99,6 +99,12 @@ def test_read_source_takes_the_code_and_lists_the_tests(tmp_path):
         read_source("acme/calc", repo.path, "nope")
     with pytest.raises(ValueError, match="no Python source"):
         read_source("acme/calc", repo.path, "HEAD", ("src",))
+    # nose's naming (tqdm until 2020: tqdm/tests/tests_*.py), found when no test_*.py is there
+    repo.commit({"tests/test_ops.py": None, "tests/tests_ops.py": TESTS}, "nose")
+    assert read_source("acme/calc", repo.path, "HEAD").tests == ("tests/tests_ops.py",)
+    # the repository's own python_files wins over both
+    repo.commit({"setup.cfg": "[tool:pytest]\npython_files = check_*.py\n", "tests/check_ops.py": TESTS}, "own")
+    assert read_source("acme/calc", repo.path, "HEAD").tests == ("tests/check_ops.py",)
 
 
 # Code no test executes: many mutation sites, none a test can see.
