@@ -138,8 +138,20 @@ _DEPENDENCY_FILES = (
 # and conda environments come with (uv's venvs have none of it), resolved as of the spec's date.
 # Old test suites import pkg_resources (pydicom's data manager does at import time).
 SEED = ("pip", "setuptools", "wheel")
-# Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback.
-LOCAL_SERVERS = frozenset({"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp"})
+# Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback
+# (httpx's conftest starts uvicorn; werkzeug's dev-server tests reserve a port with
+# ephemeral-port-reserve). Without it their first server test waits out the wall clock.
+LOCAL_SERVERS = frozenset(
+    {
+        "pytest-httpbin",
+        "httpbin",
+        "pytest-localserver",
+        "pytest-httpserver",
+        "pytest-aiohttp",
+        "uvicorn",
+        "ephemeral-port-reserve",
+    }
+)
 # uv's hint for a package the date cut filtered (_uv_install), and how many it may exempt.
 _FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
 _EXEMPT_RETRIES = 5
