@@ -292,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     options["sites"] = args.sites
     extra = {"near_dup_threshold": args.near_dup_threshold, "relevant_files": args.relevant_files}
     seconds: dict[str, float] = {"sources": time.monotonic() - started}
+    if deriver is not None:  # of which deriving the environments: builds and one baseline run each
+        seconds["environments"] = sum(a.seconds for d in deriver.derivations for a in d.attempts)
     baselines: dict[str, dict[str, int]] = {}
     on_ray = workers > 0 or bool(ray_address)
     model = engine_cfg.model.name

@@ -11,11 +11,14 @@ A candidate is an interpreter and a requirement set.
                     its CI / tox / nox / classifiers test, newest first (no date and nothing
                     declared: DEFAULT_PYTHON first). Not the oldest admitted:
                     a release of 2024 pins packages that its oldest Python no longer installs.
-    requirement sets  what its own test command installs (tox's test environment; the row's own
-                    files), its test requirement files one by one, its PEP 735 test group, its
-                    dev files, everything the older derivation read at once, and nothing (the
-                    project and the runner alone). Docs, typing, lint and build files never make
-                    a set alone (docs pins are what a test run needs least).
+    requirement sets  what its own test command installs (tox's test environment, Hatch's test
+                    or default one; the row's own files), its noxfile's and CI's install
+                    lines, its test requirement files one by one, its PEP 735 test group or
+                    Poetry's dev dependencies, its requirements.txt (often the test and dev
+                    pins of the repository, `-e .[extras]` with them), its dev files, everything
+                    the older derivation read at once, and nothing (the project and the runner
+                    alone). Docs, typing, lint and build files never make a set alone (docs pins
+                    are what a test run needs least).
     plan            interpreter x set pairs by the sum of their places (the first interpreter with
                     the first set, then the first set on the second interpreter, then the second
                     set on the first), at most a few: each failed one costs a build.
@@ -53,7 +56,7 @@ class RequirementSet:
 
 
 # What each kind of declaration ranks, by how surely it is what the tests install.
-RANKS = {"own": 0, "tox": 1, "file": 2, "group": 2, "dev": 4, "all": 5, "none": 6}
+RANKS = {"own": 0, "tox": 1, "file": 2, "group": 2, "base": 3, "dev": 4, "all": 5, "none": 6}
 
 
 def interpreters(
@@ -121,15 +124,34 @@ def requirement_sets(snapshot: Path, own_files: tuple[str, ...]) -> list[Require
     sets += [tox] if tox else []
     for rel in declared.requirement_files(snapshot, own_files):
         kind = declared.file_kind(rel)
-        if kind in ("test", "dev"):
-            sets.append(_file_set(read, rel, "file" if kind == "test" else "dev"))
+        if kind in ("test", "dev", "base"):
+            sets.append(_file_set(read, rel, {"test": "file", "dev": "dev", "base": "base"}[kind]))
     sets += [RequirementSet(f"group:{g}", tuple(groups[g]), (), RANKS["group"]) for g in TEST_NAMES if g in groups]
     sets += [RequirementSet(f"group:{g}", tuple(groups[g]), (), RANKS["dev"]) for g in ("dev",) if g in groups]
+    for name, reqs in declared.poetry_groups(snapshot).items():  # poetry keeps pytest in dev
+        rank = RANKS["group"] if name in ("dev", *TEST_NAMES) else RANKS["dev"]
+        sets.append(RequirementSet(f"poetry:{name}", tuple(reqs), (), rank))
+    for name, (deps, features) in declared.hatch_envs(snapshot).items():
+        if name in ("hatch-test", "default", *TEST_NAMES):
+            sets.append(RequirementSet(f"hatch:{name}", tuple(deps), tuple(features), RANKS["tox"]))
+    for where, text in declared.install_lines(snapshot):
+        more, more_extras = declared.requirement_lines(_with_text(read, "<install>", text), "<install>")
+        sets.append(RequirementSet(f"install:{where}", tuple(dict.fromkeys(more)), tuple(more_extras), RANKS["file"]))
     reqs, extras = declared.test_requirements(snapshot, own_files)
     if reqs or extras:
         sets.append(RequirementSet("all", tuple(reqs), tuple(extras), RANKS["all"]))
     sets.append(RequirementSet("none", (), (), RANKS["none"]))
     return ordered_sets(sets)
+
+
+def _with_text(read: declared.Reader, name: str, text: str) -> declared.Reader:
+    """`read`, with `text` as the file `name` (an install line or tox's deps, read as a
+    requirements file at the root: its `-r` includes followed from there)."""
+
+    def reader(rel: str) -> str | None:
+        return text if rel == name else read(rel)
+
+    return reader
 
 
 def _file_set(read: declared.Reader, rel: str, kind: str) -> RequirementSet:
@@ -150,11 +172,7 @@ def _tox_set(snapshot: Path, read: declared.Reader, groups: dict[str, list[str]]
     # Its deps as one requirements file at the root ("-r requirements/tests.txt" included from
     # there); a line with a substitution tox makes ({toxinidir}, {env:...}) is not readable here.
     deps = "\n".join(line for line in env.deps if "{" not in line)
-
-    def with_deps(rel: str) -> str | None:
-        return deps if rel == "<tox>" else read(rel)
-
-    more, more_extras = declared.requirement_lines(with_deps, "<tox>")
+    more, more_extras = declared.requirement_lines(_with_text(read, "<tox>", deps), "<tox>")
     reqs += more
     extras += more_extras
     for group in env.groups:

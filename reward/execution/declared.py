@@ -1,6 +1,6 @@
 """What a repository snapshot declares about its own environment, read from its files (never run).
 
-derive_spec (environments.py) turns these into an EnvSpec for a mined pull request:
+derive_candidates (environments.py, in the order candidates.py decides) turns these into EnvSpecs:
 
     python_requires(dir)      `python_requires` (setup.py, setup.cfg) or `requires-python`
                               (pyproject.toml), as written
@@ -21,6 +21,10 @@ derive_spec (environments.py) turns these into an EnvSpec for a mined pull reque
     compiled_with(text)       the Python a pip-compile (or `uv pip compile --python-version`)
                               header says the file was resolved with ("3.13")
     dependency_groups(dir)    PEP 735 `[dependency-groups]`, `{include-group = ...}` followed
+    poetry_groups(dir)        Poetry's dev-dependencies and groups, as PEP 508 requirements
+    hatch_envs(dir)           Hatch's environments' dependencies and features
+    install_lines(dir)        what its noxfile's `session.install` and CI's `pip install` lines
+                              install, each as a requirements file's text
     tox_envs(dir)             tox's environments (tox.ini, setup.cfg [tox:tox], pyproject's
                               [tool.tox] native or legacy_tox_ini): unconditional deps, dependency
                               groups, extras and commands of each
@@ -218,6 +222,110 @@ def dependency_groups(snapshot: Path) -> dict[str, list[str]]:
         return out
 
     return {name: expand(name, (name,)) for name in groups if isinstance(name, str)}
+
+
+def poetry_groups(snapshot: Path) -> dict[str, list[str]]:
+    """Poetry's development dependencies as PEP 508 requirements: `[tool.poetry.dev-dependencies]`
+    as group "dev", `[tool.poetry.group.NAME.dependencies]` as NAME (`^`, `~` and `*`
+    translated; a git, path or url dependency left out)."""
+    poetry = _toml(snapshot).get("tool", {}).get("poetry", {})
+    if not isinstance(poetry, dict):
+        return {}
+    tables: dict[str, object] = {"dev": poetry.get("dev-dependencies", {})}
+    groups = poetry.get("group", {})
+    for name, table in groups.items() if isinstance(groups, dict) else []:
+        tables[name] = table.get("dependencies", {}) if isinstance(table, dict) else {}
+    out: dict[str, list[str]] = {}
+    for name, deps in tables.items():
+        reqs = [poetry_requirement(n, c) for n, c in (deps.items() if isinstance(deps, dict) else [])]
+        if reqs:
+            out[name] = [r for r in reqs if r]
+    return out
+
+
+def poetry_requirement(name: str, constraint: object) -> str | None:
+    """`pytest = "^7.0.0"` as `pytest>=7.0.0,<8.0.0`; a table's `version` and `extras` read;
+    None for python itself and for a git / path / url dependency."""
+    extras: list[str] = []
+    if isinstance(constraint, dict):
+        if not isinstance(constraint.get("version", "*"), str):
+            return None
+        extras = [e for e in constraint.get("extras", []) if isinstance(e, str)]
+        constraint = constraint.get("version", "*" if not set(constraint) & {"git", "path", "url"} else None)
+    if name == "python" or not isinstance(constraint, str):
+        return None
+    parts = []
+    for piece in (p.strip() for p in constraint.split(",")):
+        m = re.fullmatch(r"([\^~])\s*(\d+(?:\.\d+)*)", piece)
+        if m:
+            nums = [int(x) for x in m.group(2).split(".")]
+            if m.group(1) == "^":  # the leftmost non-zero part may not change
+                first = next((i for i, x in enumerate(nums) if x), len(nums) - 1)
+                upper = [*nums[:first], nums[first] + 1]
+            else:  # ~1.2.3: the minor may not change (~1: the major)
+                upper = [nums[0] + 1] if len(nums) == 1 else [nums[0], nums[1] + 1]
+            parts.append(f">={m.group(2)},<{'.'.join(map(str, upper))}")
+        elif re.fullmatch(r"\d+(?:\.\d+)*", piece):
+            parts.append(f"=={piece}")
+        elif piece not in ("*", ""):
+            parts.append(piece.replace(" ", ""))
+    return name + (f"[{','.join(extras)}]" if extras else "") + ",".join(parts)
+
+
+def hatch_envs(snapshot: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """Hatch's environments: name -> (dependencies with extra-dependencies, features: extras)."""
+    envs = _toml(snapshot).get("tool", {}).get("hatch", {}).get("envs", {})
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for name, table in envs.items() if isinstance(envs, dict) else []:
+        if isinstance(table, dict):
+            deps = [*table.get("dependencies", []), *table.get("extra-dependencies", [])]
+            out[name] = (
+                [d for d in deps if isinstance(d, str)],
+                [f for f in table.get("features", []) if isinstance(f, str)],
+            )
+    return out
+
+
+def install_lines(snapshot: Path) -> list[tuple[str, str]]:
+    """(where, a requirements file's text) of each install its noxfile's test sessions
+    (`session.install(...)`) and CI workflows (`pip install ...`, `uv pip install ...`) run,
+    as requirement lines: `-r FILE` kept, `-e .[test]` as the project's extras."""
+    out: list[tuple[str, str]] = []
+    for m in re.finditer(r"session\.install\(([^)]*)\)", _read(snapshot / "noxfile.py")):
+        out.append(("noxfile.py", _as_lines(re.findall(r"[\"']([^\"']+)[\"']", m.group(1)))))
+    workflows = snapshot / ".github" / "workflows"
+    for path in sorted(workflows.glob("*.y*ml")) if workflows.is_dir() else []:
+        for line in _read(path).splitlines():
+            found = re.search(r"\bpip3? install\s+(.*)$", line)
+            if found and "${{" not in found.group(1):
+                try:
+                    args = shlex.split(found.group(1).split("&&")[0].split("#")[0])
+                except ValueError:
+                    continue
+                out.append((f".github/workflows/{path.name}", _as_lines(args)))
+    return [(where, text) for where, text in out if text.strip()]
+
+
+_TOOLS = frozenset({"pip", "setuptools", "wheel", "tox", "nox", "build", "twine", "uv", "virtualenv"})
+
+
+def _as_lines(args: list[str]) -> str:
+    """pip's install arguments as a requirements file: `-r FILE` and `-e .[x]` kept, other options dropped."""
+    lines, skip = [], False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in ("-r", "--requirement", "-e", "--editable") and i + 1 < len(args):
+            lines.append(f"{arg} {args[i + 1]}")
+            skip = True
+        elif arg.startswith("-"):
+            skip = arg in ("-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+        elif re.split(r"[<>=!~\[;]", arg)[0].lower() in _TOOLS:
+            continue  # the installer and the runners of the environments, not the tests' packages
+        elif arg.startswith(".") or re.match(r"^[A-Za-z0-9][\w.\-]*(\[[\w,.\-]+\])?([<>=!~;].*)?$", arg):
+            lines.append(arg)
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

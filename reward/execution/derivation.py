@@ -9,6 +9,7 @@ and the recorder as always), with the repository's own selection and options (te
 It fails at a stage:
 
     snapshot      the commit could not be checked out (no_snapshot): no other candidate is tried
+                  (nor after a baseline that ran out of its wall clock: each would cost as much)
     interpreter   no interpreter of that version here (no_interpreter)
     build         the environment did not resolve, install or build (env_failed)
     baseline      the tests did not run (pytest could not start or collect: no_report, a
@@ -16,7 +17,9 @@ It fails at a stage:
                   collected, most tests erroring (an import that fails at collection), no test
                   passing
 
-The first attempt whose baseline counts is chosen; when none does, the one with the most passing
+After a baseline whose tests could not import a package, the candidates of the same requirement
+set go last (another interpreter would miss the package too). The first attempt whose baseline
+counts is chosen; when none does, the one with the most passing
 tests (its baseline fails later, with its reason, as before). At most `limit` attempts (each
 costs a build and a run).
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -127,6 +131,18 @@ def unusable(counts: dict[str, int], need_passing: bool = True) -> str | None:
     return None
 
 
+# A baseline whose tests could not import a package: its requirement set lacks it.
+_MISSING = re.compile(r"ModuleNotFoundError|No module named|ImportError")
+
+
+def reordered(pending: Sequence[tuple[str, EnvSpec]], failed: Attempt) -> list[tuple[str, EnvSpec]]:
+    """The candidates left after `failed`, those of its requirement set last when its tests could
+    not import a package (another interpreter would miss it too: rich's tox set lacked attrs)."""
+    if failed.stage != "baseline" or not _MISSING.search(failed.error):
+        return list(pending)
+    return [c for c in pending if c[0] != failed.requirements] + [c for c in pending if c[0] == failed.requirements]
+
+
 def select_tests(tests: Sequence[str], paths: Sequence[str]) -> tuple[str, ...]:
     """The test files under the repository's own selection (`paths`: folders or files); all of
     them when it names none, or none of them is under it."""
@@ -154,7 +170,9 @@ class Deriver:
         candidates = derive_candidates(snapshot, instance.created_at, instance.repo, self.limit)
         attempts: list[Attempt] = []
         found: tuple[str, EnvSpec] | None = None
-        for k, (name, spec) in enumerate(candidates):
+        pending = list(candidates)
+        for k in range(len(candidates)):
+            name, spec = pending.pop(0)
             attempt = self._attempt(instance, spec, name, chosen_tests, k)
             attempts.append(attempt)
             log.info(
@@ -163,11 +181,15 @@ class Deriver:
             if attempt.stage == "ok":
                 found = (name, spec)
                 break
-            if attempt.stage == "snapshot":
-                break  # the commit cannot be checked out: no candidate changes that
+            if attempt.stage == "snapshot" or attempt.error.startswith("timeout"):
+                # The commit cannot be checked out, or the suite ran out of its wall clock (it
+                # would again on every other candidate, each costing that much): no more tries.
+                break
+            pending = reordered(pending, attempt)
         if found is None:
             best = max(range(len(attempts)), key=lambda i: (attempts[i].counts.get("passed", 0), -i))
-            found = candidates[best]
+            tried = [(a.requirements, a.python) for a in attempts]
+            found = next(c for c in candidates if (c[0], c[1].python) == tried[best])
         derivation = Derivation(
             instance.repo,
             instance.base_commit or "",
@@ -192,6 +214,9 @@ class Deriver:
             return Attempt(spec.python, name, stage, _lines(f"{run.status}: {run.reason}"), seconds, build_s)
         counts = dict(Counter(run.outcomes.values()))
         why = unusable(counts, self.need_passing)
+        if why:  # the first failure's first line says what is missing (No module named 'attr')
+            first = next((f"{t}: {line}" for t, line in sorted(run.failures.items()) if line), "")
+            why = _lines(f"{why}\n{first}" if first else why)
         return Attempt(spec.python, name, "baseline" if why else "ok", why or "", seconds, build_s, counts)
 
 

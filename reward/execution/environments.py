@@ -65,6 +65,13 @@ or prints, is hostile; setup.py and a PEP 517 build backend are its code):
                     importlib.metadata and finds its rules by entry point, as after
                     SWE-bench's `pip install -e .`), the code is only the snapshot's
 
+The tests' own subprocesses: bootstrap.py puts the snapshot's folders on the test process's
+path and its PYTHONPATH; a suite that starts Python with a PYTHONPATH of its own (werkzeug's
+development server) would not find the code under test, which is never installed. A .pth file
+in the environment (IMPORT_PATH, written on first use) adds those folders to every Python process
+of the environment except the test process itself, which keeps bootstrap.py's order (nothing of
+the repository on its path before the recorder).
+
 Compiled modules (astropy's C and Cython extensions; SWE-bench's `pip install -e .` builds them
 in its testbed): the `*.so` files the sandboxed build left in a package the snapshot has are
 copied (regular files, bounded) into `products/<key>-<snapshot>` beside the environments, and
@@ -139,18 +146,11 @@ _DEPENDENCY_FILES = (
 # Old test suites import pkg_resources (pydicom's data manager does at import time).
 SEED = ("pip", "setuptools", "wheel")
 # Test requirements that serve on 127.0.0.1 during the tests: such suites get the loopback
-# (httpx's conftest starts uvicorn; werkzeug's dev-server tests reserve a port with
-# ephemeral-port-reserve). Without it their first server test waits out the wall clock.
+# (ephemeral-port-reserve: werkzeug's tests start its development server on a reserved port;
+# uvicorn: httpx's serve its test app).
 LOCAL_SERVERS = frozenset(
-    {
-        "pytest-httpbin",
-        "httpbin",
-        "pytest-localserver",
-        "pytest-httpserver",
-        "pytest-aiohttp",
-        "uvicorn",
-        "ephemeral-port-reserve",
-    }
+    {"pytest-httpbin", "httpbin", "pytest-localserver", "pytest-httpserver", "pytest-aiohttp"}
+    | {"ephemeral-port-reserve", "uvicorn"}
 )
 # uv's hint for a package the date cut filtered (_uv_install), and how many it may exempt.
 _FILTERED = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer`")
@@ -183,6 +183,8 @@ GENERATED, _GENERATED_MAX, _GENERATED_BYTES = "generated.json", 20, 64 << 10
 # environment, what a compiled module's name ends with, and the bounds on what is kept of them.
 COMPILED, _EXTENSION_SUFFIXES = "compiled", (".so",)
 _PRODUCTS_FILES, _PRODUCTS_BYTES = 5000, 1 << 30
+# The .pth file that puts the snapshot's folders on the path of the tests' own subprocesses.
+IMPORT_PATH = "_swe_rl_snapshot.pth"
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
 # Run in the sandbox by the venv's python (-I: neither the snapshot nor the build's output is on
 # its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
@@ -311,6 +313,25 @@ def _sandbox_vars(spec: EnvSpec) -> dict[str, str]:
     }
 
 
+def _import_path(target: Path, spec: EnvSpec) -> None:
+    """IMPORT_PATH in the environment's site-packages (written once, environments built before it
+    included): the snapshot's folders on sys.path of every Python process the tests start
+    themselves (werkzeug's development server: a subprocess whose PYTHONPATH is its own), as
+    after SWE-bench's `pip install -e .`. The test process itself is left to bootstrap.py (the
+    repository after the standard library and the environment, nothing of it imported before
+    the recorder): while SWE_RL_REPORT_FD is set, which bootstrap.py removes before any test
+    runs, the line adds nothing. On the host the folders do not exist (nothing is imported)."""
+    sites = sorted(target.glob("lib/python*/site-packages"))
+    if not sites or (sites[0] / IMPORT_PATH).is_file():
+        return
+    folders = [os.path.normpath(f"/testbed/{p}") for p in spec.pythonpath]
+    line = f"import os, sys; 'SWE_RL_REPORT_FD' in os.environ or sys.path.extend({folders!r})\n"
+    tmp = sites[0] / f".{IMPORT_PATH}.{os.getpid()}.tmp"
+    tmp.write_text(line)
+    tmp.chmod(0o644)
+    os.replace(tmp, sites[0] / IMPORT_PATH)  # a runner beside this one writes the same line
+
+
 def _base_prefix(python: str) -> str:
     out = subprocess.run(
         [python, "-c", "import sys; print(sys.base_prefix)"], capture_output=True, text=True, check=True, timeout=60
@@ -357,6 +378,7 @@ class Environments:
                     self.builds += 1
                     built = time.monotonic() - start
         if key not in self._ready:  # a built environment never changes: its prefix and files read once
+            _import_path(target, spec)
             self._ready[key] = ((str(target), _base_prefix(str(python))), Environment.read_generated(target))
         ro, generated = self._ready[key]
         layers: tuple[str, ...] = ()

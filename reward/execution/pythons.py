@@ -29,7 +29,7 @@ from pathlib import Path
 PYTHONS_VAR = "SWE_RL_PYTHONS"
 
 # First release of each minor version: packages resolved as of an earlier date do not install
-# on it (derive_spec raises a resolution date to this), and it orders versions by age.
+# on it (derive_candidates raises a resolution date to this), and it orders versions by age.
 RELEASES = {
     "3.6": "2016-12-23",
     "3.7": "2018-06-27",
@@ -40,7 +40,7 @@ RELEASES = {
     "3.12": "2023-10-02",
     "3.13": "2024-10-07",
 }
-# Versions a derived environment chooses among (derive_spec): 3.6 and 3.7 are built only when a
+# Versions a derived environment chooses among (candidates.interpreters): 3.6 and 3.7 are built only when a
 # spec names them (SWE-bench's django 3.0-3.2 and older repositories' specs: uv makes their
 # venvs and installs into them, bytecode compiled by their own compileall), never chosen for a
 # mined commit; Python 2 is out of uv's range.

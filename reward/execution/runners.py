@@ -12,7 +12,7 @@ runner.py asks that entry, through one interface, for everything that depends on
     guarded_dirs    folders the runner owns whole: a candidate's change anywhere in them is not
                     applied (guard.py's "owned"), since the runner's script and settings live there
     requirement     the package a derived environment adds when its test requirements do not
-                    name it (environments.derive_spec); None when the repository carries its runner
+                    name it (environments.derive_candidates); None when the repository carries its runner
 
     pytest      the environment's runner_args (the repository's own options that
                 testcommand.py passes on: -W, `-m "not slow"`, ...), then the test files and the

@@ -5,7 +5,7 @@ Where a repository says how its tests run (its tox test environment's commands, 
 `session.run("pytest", ...)`, a Makefile `test` target, a CI workflow's `run:` line; the first
 pytest command found in that order), and its pytest configuration's `testpaths`:
 
-    paths     the folders or files it names (`pytest tests/unit`), else `testpaths`: the
+    paths     the folders or files it names (`pytest tests/unit`), else pytest's `testpaths`: the
               baseline's test files are those under them (derivation.select_tests); none named:
               every test file, as before
     args      the options passed on (EnvSpec.runner_args, after the harness's own): warnings
@@ -19,6 +19,8 @@ pytest command found in that order), and its pytest configuration's `testpaths`:
               it would cut the run short (-x, --maxfail, --lf), or it needs a plugin the
               environment may lack (--cov, -n, --timeout); and the command's shell (tox's
               {posargs}, `cd`, `&&`), which is never run
+
+pytest's `python_files` (python_files: tqdm's `tests_*.py`) says which files are its test modules.
 
 A positive -m or -k (`-k test_fast`) would deselect the canaries too: ignored. The arguments are
 the harness's own reading of the base commit (a candidate's changes to these files are guarded:
@@ -134,29 +136,46 @@ def only_takes_away(expression: str) -> bool:
 
 
 def testpaths(snapshot: Path) -> list[str]:
-    """pytest's `testpaths` from pytest.ini, pyproject's [tool.pytest.ini_options], tox.ini or
-    setup.cfg ([tool:pytest]), the first that configures pytest (pytest's own order)."""
+    """pytest's `testpaths`, from the file that configures pytest (ini_option)."""
+    return ini_option(declared.reader(snapshot), "testpaths")
+
+
+def python_files(read: declared.Reader) -> tuple[str, ...]:
+    """pytest's `python_files` patterns (tqdm's `tests_*.py`), else pytest's default ones.
+    `read`: a snapshot's files, or a commit's (a git blob reader)."""
+    return tuple(ini_option(read, "python_files")) or ("test_*.py", "*_test.py")
+
+
+def ini_option(read: declared.Reader, key: str) -> list[str]:
+    """A list option of pytest's configuration, from the first file that configures pytest, in
+    pytest's order: pytest.ini, .pytest.ini, pyproject.toml's [tool.pytest.ini_options],
+    tox.ini's [pytest], setup.cfg's [tool:pytest]."""
     for name, section in (("pytest.ini", "pytest"), (".pytest.ini", "pytest")):
-        if (snapshot / name).is_file():
-            return _ini_list(snapshot / name, section)
-    with contextlib.suppress(tomllib.TOMLDecodeError, OSError):
-        text = (snapshot / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
-        options = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
+        text = read(name)
+        if text is not None:
+            return _ini_list(text, section, key)
+    with contextlib.suppress(tomllib.TOMLDecodeError):
+        options = tomllib.loads(read("pyproject.toml") or "").get("tool", {}).get("pytest", {}).get("ini_options")
         if isinstance(options, dict):
-            value = options.get("testpaths", [])
-            return [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)]
+            value = options.get(key, [])
+            return value.split() if isinstance(value, str) else [v for v in value if isinstance(v, str)]
     for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        found = _ini_list(snapshot / name, section)
-        if found:
-            return found
+        cfg = _ini(read(name) or "")
+        if cfg.has_section(section):
+            return _ini_list(read(name) or "", section, key)
     return []
 
 
-def _ini_list(path: Path, section: str) -> list[str]:
+def _ini(text: str) -> configparser.RawConfigParser:
     cfg = configparser.RawConfigParser(strict=False)
-    with contextlib.suppress(configparser.Error, OSError):
-        cfg.read_string(path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "")
-    return cfg.get(section, "testpaths").split() if cfg.has_option(section, "testpaths") else []
+    with contextlib.suppress(configparser.Error):
+        cfg.read_string(text)
+    return cfg
+
+
+def _ini_list(text: str, section: str, key: str) -> list[str]:
+    cfg = _ini(text)
+    return cfg.get(section, key).split() if cfg.has_option(section, key) else []
 
 
 def _inside(snapshot: Path, rel: str) -> bool:

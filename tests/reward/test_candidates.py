@@ -134,3 +134,43 @@ def test_dependency_groups_and_a_native_tox_table_give_the_test_group(tmp_path, 
     name, spec = derive_candidates(snapshot, None, "acme/w")[0]
     assert (name, spec.requirements) == ("tox:testenv", ("pytest", "trio"))
     assert spec.runner_args == ("-W", "error")  # -p is the harness's to decide
+
+
+def test_poetry_dev_dependencies_and_a_top_level_requirements_file_are_sets(tmp_path, here):
+    """rich keeps its test packages in Poetry's dev-dependencies, httpx in requirements.txt."""
+    assert declared.poetry_requirement("pytest", "^7.0.0") == "pytest>=7.0.0,<8"
+    assert declared.poetry_requirement("mypy", "^0.971") == "mypy>=0.971,<0.972"
+    assert declared.poetry_requirement("x", {"version": "~1.2.3", "extras": ["a"]}) == "x[a]>=1.2.3,<1.3"
+    assert declared.poetry_requirement("g", {"git": "https://example.invalid/g.git"}) is None
+    snapshot = _write(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.poetry]\nname = "r"\n[tool.poetry.dependencies]\npython = ">=3.7"\n'
+            '[tool.poetry.dev-dependencies]\npytest = "^7.0.0"\nattrs = "21.4.0"\n',
+            "requirements.txt": "-e .[http2]\ntrustme==0.9.0\n",
+        },
+    )
+    sets = requirement_sets(snapshot, ())
+    assert [(s.name, s.requirements, s.extras) for s in sets[:2]] == [
+        ("poetry:dev", ("pytest>=7.0.0,<8", "attrs==21.4.0"), ()),
+        ("file:requirements.txt", ("trustme==0.9.0",), ("http2",)),
+    ]
+
+
+def test_hatch_nox_and_ci_install_lines_are_sets(tmp_path, here):
+    snapshot = _write(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "h"\nversion = "1"\n[project.optional-dependencies]\nsocks = ["x"]\n'
+            '[tool.hatch.envs.test]\ndependencies = ["pytest", "coverage"]\nfeatures = ["socks"]\n'
+            '[tool.hatch.envs.docs]\ndependencies = ["sphinx"]\n',
+            "noxfile.py": 'def tests(session):\n    session.install("-r", "ci/test.txt", "-e", ".[socks]")\n',
+            "ci/test.txt": "pytest-mock\n",
+            ".github/workflows/t.yml": "steps:\n  - run: python -m pip install --upgrade pip pytest>=7 .[socks]\n"
+            "  - run: pip install ${{ matrix.deps }}\n",
+        },
+    )
+    sets = {s.name: (s.requirements, s.extras) for s in requirement_sets(snapshot, ())}
+    assert sets["hatch:test"] == (("pytest", "coverage"), ("socks",)) and "hatch:docs" not in sets
+    assert sets["install:noxfile.py"] == (("pytest-mock",), ("socks",))
+    assert sets["install:.github/workflows/t.yml"] == (("pytest>=7",), ("socks",))

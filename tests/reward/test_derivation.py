@@ -20,7 +20,7 @@ from conf.config import ExecutionConfig
 from data.fixtures.synthetic import RepoBuilder
 from data.inject.__main__ import git_sources
 from reward.execution import derivation, environments, pythons, sandbox
-from reward.execution.derivation import Deriver, select_tests, unusable, write_records
+from reward.execution.derivation import Attempt, Deriver, reordered, select_tests, unusable, write_records
 from reward.execution.runner import TestRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +46,15 @@ def test_the_tests_run_are_those_under_the_repositorys_own_selection():
     assert select_tests(tests, ("docs",)) == tests  # a selection that has none of them selects nothing
 
 
+def test_after_a_missing_module_the_next_set_comes_before_the_next_interpreter():
+    spec = environments.EnvSpec()
+    pending = [("tox:testenv", spec), ("poetry:dev", spec), ("none", spec)]
+    missing = Attempt("3.12", "tox:testenv", "baseline", "1 of 1 tests errored\ntests/t.py: ModuleNotFoundError: attr")
+    assert [n for n, _ in reordered(pending, missing)] == ["poetry:dev", "none", "tox:testenv"]
+    built = Attempt("3.12", "tox:testenv", "build", "env_failed: No solution found")
+    assert reordered(pending, built) == pending
+
+
 def _widget(path: Path, extra: dict[str, str] | None = None) -> RepoBuilder:
     """A src-layout project whose pip-compiled test requirements were resolved with Python 3.12,
     one of them installable on 3.11 only (its marker), with a tox test command that deselects
@@ -60,8 +69,13 @@ def _widget(path: Path, extra: dict[str, str] | None = None) -> RepoBuilder:
         'swe-rl-no-such-package-xyz==1.0 ; python_version >= "3.12"\n',
         "tox.ini": '[testenv]\ndeps = -r requirements/tests.txt\ncommands = pytest -m "not slow" {posargs}\n',
         "src/widget/__init__.py": "def double(x):\n    return 2 * x\n",
-        "tests/test_widget.py": "import pytest\nfrom widget import double\n\n\ndef test_double():\n"
-        "    assert double(2) == 4\n\n\n@pytest.mark.slow\ndef test_slow():\n    assert False\n",
+        "tests/test_widget.py": "import subprocess, sys\nimport pytest\nfrom widget import double\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\n"
+        "def test_a_subprocess_with_its_own_path_imports_it():  # as werkzeug's dev server does\n"
+        "    code = 'import widget; print(widget.double(3))'\n"
+        "    out = subprocess.run([sys.executable, '-c', code], env={'PYTHONPATH': '/nowhere'}, capture_output=True)\n"
+        "    assert out.stdout == b'6\\n', out.stderr\n\n\n"
+        "@pytest.mark.slow\ndef test_slow():\n    assert False\n",
         "scripts/test_scratch.py": "def test_scratch():\n    assert False\n",
         **(extra or {}),
     }
@@ -123,13 +137,14 @@ def test_when_no_candidate_counts_the_one_with_most_passing_tests_is_kept_and_ma
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
     deriver = Deriver(cfg, limit=2)
     outcomes = iter([{"t::a": "failed"}, {"t::a": "error"}])
-    deriver.runner.run = lambda job: TestRun(job.job_id, "x", "ok", next(outcomes))  # type: ignore[method-assign]
+    failures = {"t::a": "E   AssertionError"}
+    deriver.runner.run = lambda job: TestRun(job.job_id, "x", "ok", next(outcomes), failures=failures)  # type: ignore[method-assign]
     git_sources([entry], "HEAD", (), cfg, "derive", deriver)
     (derived,) = deriver.derivations
     assert not derived.ok and derived.spec.python == "3.11"  # the first, at equal passing counts
     assert [a.error for a in derived.attempts] == [
-        "no test passes (1 failed, 0 errored)",
-        "1 of 1 tests errored (collection or fixtures)",
+        "no test passes (1 failed, 0 errored)\nt::a: E   AssertionError",
+        "1 of 1 tests errored (collection or fixtures)\nt::a: E   AssertionError",
     ]
     assert "FAILED" in derived.summary() and derived.summary().endswith(
         "last: baseline: 1 of 1 tests errored (collection or fixtures)"
@@ -162,8 +177,9 @@ def test_a_real_build_falls_back_to_the_interpreter_where_the_requirement_instal
     (source,) = git_sources([entry], "HEAD", (), cfg, "derive", deriver)
     first, second = deriver.derivations[0].attempts
     assert (first.python, first.stage) == ("3.12", "build") and "swe-rl-no-such-package-xyz" in first.error
-    # The slow test deselected by the tox command, scripts/ outside testpaths: one test, passing.
-    assert (second.python, second.stage, second.counts) == ("3.11", "ok", {"passed": 1})
+    # The slow test deselected by the tox command, scripts/ outside testpaths; the subprocess
+    # imports the snapshot (environments.IMPORT_PATH).
+    assert (second.python, second.stage, second.counts) == ("3.11", "ok", {"passed": 2})
     assert environments.EnvSpec.from_json(source.instance.environment).python == "3.11"
 
 

@@ -502,3 +502,17 @@ def test_a_requests_lite_row_whose_suite_calls_httpbin_org_is_kept_with_the_stan
         ["test_requests.py::TestTimeout::test_encoded_methods"],
     )
     assert len(label["PASS_TO_PASS"]) > 100  # 81 without the stand-in: the httpbin.org tests pass now
+
+
+def test_the_snapshots_path_reaches_the_tests_own_subprocesses_and_not_the_test_process(tmp_path):
+    """environments.IMPORT_PATH: a subprocess that sets its own PYTHONPATH still imports the code
+    under test; the harness's test process (SWE_RL_REPORT_FD set) gets nothing from it."""
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    environments._import_path(tmp_path, EnvSpec(pythonpath=("src",)))
+    assert oct((site / environments.IMPORT_PATH).stat().st_mode & 0o777) == "0o644"
+    probe = f"import site, sys; site.addsitedir({str(site)!r}); print('/testbed/src' in sys.path)"
+    plain = {k: v for k, v in os.environ.items() if k != "SWE_RL_REPORT_FD"}
+    for extra, expected in (({}, "True"), ({"SWE_RL_REPORT_FD": "3"}, "False")):
+        out = subprocess.run([sys.executable, "-c", probe], env={**plain, **extra}, capture_output=True, text=True)
+        assert out.stdout.strip() == expected, out.stderr

@@ -71,3 +71,9 @@ def test_the_command_is_read_from_tox_then_nox_then_a_makefile_then_ci(tmp_path)
 def test_pytest_runs_the_passed_on_options_after_the_harnesss_and_before_the_tests():
     argv, canaries = runner_for("pytest").command("/py", ("-W", "error"), ".", ["tests/test_a.py"])
     assert argv[argv.index(BOOTSTRAP) + 1 :] == [*PYTEST_ARGS, "-W", "error", "tests/test_a.py", canaries.path]
+
+
+def test_python_files_are_read_from_the_configuration_pytest_reads():
+    files = {"setup.cfg": "[tool:pytest]\npython_files = tests_*.py check_*.py\n", "tox.ini": "[tox]\n"}
+    assert testcommand.python_files(files.get) == ("tests_*.py", "check_*.py")
+    assert testcommand.python_files({}.get) == ("test_*.py", "*_test.py")
