@@ -1,6 +1,6 @@
 """The coverage of derived environments: build and baseline repositories at a release each.
 
-    python bench/environments.py --git OWNER/NAME=CLONE@TAG [--git ...] [--json FILE]
+    python bench/environments.py --git OWNER/NAME=CLONE@TAG [--git ...] [--json FILE] [--logs DIR] [--attempts 4]
         [reward.execution.cache_dir=DIR reward.execution.wall_s=900 ...]
 
 Each repository at its tag goes the way `python -m data.inject` takes it: read from its clone
@@ -37,7 +37,7 @@ from conf import logs, overrides  # noqa: E402
 from conf.config import ExecutionConfig  # noqa: E402
 from conf.errors import UserError  # noqa: E402
 from data.inject.__main__ import git_sources  # noqa: E402
-from reward.execution.derivation import Derivation, Deriver  # noqa: E402
+from reward.execution.derivation import ATTEMPTS, Derivation, Deriver  # noqa: E402
 from reward.execution.runner import Runner  # noqa: E402
 
 
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/environments.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--git", action="append", required=True, help="OWNER/NAME=CLONE@TAG (repeat)")
     parser.add_argument("--min-pass", type=float, default=0.9, help="share of its tests that must pass (0.9)")
+    parser.add_argument("--attempts", type=int, default=ATTEMPTS, help=f"candidates tried at most ({ATTEMPTS})")
     parser.add_argument("--json", default="", help="also write the rows as JSON here")
     parser.add_argument("--logs", default="", help="write each repository's derivation record here (every attempt)")
     # A whole suite in one run: training's 300 s per run is for a few test files.
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup()
     cfg = replace(cfg, repos=[*cfg.repos, *(f"{name}={clone}" for name, clone, _ in entries)])
     Runner(cfg).ready()
-    deriver = Deriver(cfg)
+    deriver = Deriver(cfg, limit=args.attempts)
     rows = []
     for (name, _clone, tag), entry in zip(entries, args.git, strict=True):
         rows.append(baseline(entry, cfg, deriver, args.min_pass, Path(args.logs) if args.logs else None))
