@@ -36,9 +36,12 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from conf import logs, overrides  # noqa: E402
 from conf.config import ExecutionConfig  # noqa: E402
 from conf.errors import UserError  # noqa: E402
+from data.bugs.injector import working_tree  # noqa: E402
+from data.bugs.mutations import sites  # noqa: E402
+from data.bugs.repository import GitSource  # noqa: E402
 from data.inject.__main__ import git_sources  # noqa: E402
 from reward.execution.derivation import ATTEMPTS, Derivation, Deriver  # noqa: E402
-from reward.execution.runner import Runner  # noqa: E402
+from reward.execution.runner import Runner, TestJob  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -100,21 +103,47 @@ def row_of(name: str, tag: str, derivation: Derivation, seconds: float, min_pass
     )
 
 
-def baseline(entry: str, cfg: ExecutionConfig, deriver: Deriver, min_pass: float, logs_dir: Path | None = None) -> Row:
+def baseline(
+    entry: str, cfg: ExecutionConfig, deriver: Deriver, min_pass: float, logs_dir: Path | None = None
+) -> tuple[Row, GitSource | None]:
     """One repository at its tag: derived as data.inject derives it (each candidate built, or
     found in the cache, and its baseline run, until one counts)."""
     name, clone, tag = parse_entry(entry)
     start = time.monotonic()
     try:
-        git_sources([f"{name}={clone}"], tag, (), cfg, "derive", deriver)
+        (source,) = git_sources([f"{name}={clone}"], tag, (), cfg, "derive", deriver)
     except UserError as exc:
-        return Row(name, tag, "", False, 0, 0, 0, None, round(time.monotonic() - start, 1), 0.0, str(exc)[:400])
+        return Row(name, tag, "", False, 0, 0, 0, None, round(time.monotonic() - start, 1), 0.0, str(exc)[:400]), None
     derivation = deriver.derivations[-1]
     if logs_dir is not None:  # the derivation's whole record: every attempt's error
         logs_dir.mkdir(parents=True, exist_ok=True)
         record = json.dumps(derivation.record(), indent=1)
         (logs_dir / f"{name.replace('/', '+')}@{tag}.json").write_text(record + "\n")
-    return row_of(name, tag, derivation, time.monotonic() - start, min_pass)
+    return row_of(name, tag, derivation, time.monotonic() - start, min_pass), source
+
+
+@dataclass(frozen=True)
+class Sites:
+    """Where the rules injector can draw on a repository: its mutation sites, and those on the
+    lines its baseline's tests executed (one run measured by coverage.py in the sandbox)."""
+
+    repository: str
+    covered_lines: int
+    sites: int
+    on_covered: int
+
+
+def sites_of(source: GitSource, runner: Runner) -> Sites | None:
+    """One coverage run of the repository's baseline (in its derived environment, cached), and
+    its mutation sites on every line and on the executed ones; None when the run gave no lines."""
+    name = source.instance.repo
+    run = runner.run(TestJob(source.instance, "", job_id=f"{name}/coverage", tests=source.tests, coverage=True))
+    if not run.covered:
+        return None
+    tree = working_tree(source.instance)
+    every = [m for path in sorted(tree) if path.endswith(".py") for m in sites(path, tree[path])]
+    on = sum(m.line in run.covered.get(m.path, ()) for m in every)
+    return Sites(name, sum(len(v) for v in run.covered.values()), len(every), on)
 
 
 def table(rows: list[Row], min_pass: float) -> str:
@@ -141,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--git", action="append", required=True, help="OWNER/NAME=CLONE@TAG (repeat)")
     parser.add_argument("--min-pass", type=float, default=0.9, help="share of its tests that must pass (0.9)")
     parser.add_argument("--attempts", type=int, default=ATTEMPTS, help=f"candidates tried at most ({ATTEMPTS})")
+    parser.add_argument(
+        "--sites", action="store_true", help="also: the injector's mutation sites on the lines the tests execute"
+    )
     parser.add_argument("--json", default="", help="also write the rows as JSON here")
     parser.add_argument("--logs", default="", help="write each repository's derivation record here (every attempt)")
     # A whole suite in one run: training's 300 s per run is for a few test files.
@@ -158,15 +190,25 @@ def main(argv: list[str] | None = None) -> int:
     cfg = replace(cfg, repos=[*cfg.repos, *(f"{name}={clone}" for name, clone, _ in entries)])
     Runner(cfg).ready()
     deriver = Deriver(cfg, limit=args.attempts)
-    rows = []
+    rows, sources = [], []
     for (name, _clone, tag), entry in zip(entries, args.git, strict=True):
-        rows.append(baseline(entry, cfg, deriver, args.min_pass, Path(args.logs) if args.logs else None))
+        row, source = baseline(entry, cfg, deriver, args.min_pass, Path(args.logs) if args.logs else None)
+        rows.append(row)
+        sources.append(source)
         r = rows[-1]
         print(f"[environments] {name}@{tag}: built={r.built} collected={r.collected} rate={r.pass_rate} "
               f"{r.seconds:.0f}s {r.reason[:200]}", file=sys.stderr, flush=True)  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
     print(table(rows, args.min_pass))
+    if args.sites:  # the share of the rules injector's sites that a test can see
+        runner = Runner(cfg)
+        print("\n| repository | lines executed | mutation sites | on executed lines |\n|---|---|---|---|")
+        for source, r in zip(sources, rows, strict=True):
+            found = sites_of(source, runner) if source is not None and r.baselined(args.min_pass) else None
+            if found is not None:
+                share = f"{found.on_covered} ({found.on_covered / max(found.sites, 1):.0%})"
+                print(f"| {found.repository} | {found.covered_lines} | {found.sites} | {share} |", flush=True)
     return 0
 
 
