@@ -13,8 +13,8 @@ A candidate is an interpreter and a requirement set.
                     a release of 2024 pins packages that its oldest Python no longer installs.
     requirement sets  what its own test command installs (tox's test environment, Hatch's test
                     or default one; the row's own files), its noxfile's and CI's install
-                    lines, its test requirement files one by one, its PEP 735 test group or
-                    Poetry's dev dependencies, its requirements.txt (often the test and dev
+                    lines, its test requirement files one by one, its PEP 735 test group,
+                    Poetry's dev dependencies or a Pipfile's dev-packages, its requirements.txt (often the test and dev
                     pins of the repository, `-e .[extras]` with them), its dev files, everything
                     the older derivation read at once, and nothing (the project and the runner
                     alone). Docs, typing, lint and build files never make a set alone (docs pins
@@ -128,6 +128,9 @@ def requirement_sets(snapshot: Path, own_files: tuple[str, ...]) -> list[Require
             sets.append(_file_set(read, rel, {"test": "file", "dev": "dev", "base": "base"}[kind]))
     sets += [RequirementSet(f"group:{g}", tuple(groups[g]), (), RANKS["group"]) for g in TEST_NAMES if g in groups]
     sets += [RequirementSet(f"group:{g}", tuple(groups[g]), (), RANKS["dev"]) for g in ("dev",) if g in groups]
+    pip_dev, pip_extras = declared.pipfile_dev(snapshot)
+    if pip_dev:
+        sets.append(RequirementSet("pipfile:dev-packages", tuple(pip_dev), tuple(pip_extras), RANKS["group"]))
     for name, reqs in declared.poetry_groups(snapshot).items():  # poetry keeps pytest in dev
         rank = RANKS["group"] if name in ("dev", *TEST_NAMES) else RANKS["dev"]
         sets.append(RequirementSet(f"poetry:{name}", tuple(reqs), (), rank))

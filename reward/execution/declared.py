@@ -23,6 +23,7 @@ derive_candidates (environments.py, in the order candidates.py decides) turns th
     dependency_groups(dir)    PEP 735 `[dependency-groups]`, `{include-group = ...}` followed
     poetry_groups(dir)        Poetry's dev-dependencies and groups, as PEP 508 requirements
     hatch_envs(dir)           Hatch's environments' dependencies and features
+    pipfile_dev(dir)          a Pipfile's dev-packages, and the extras it installs the project with
     install_lines(dir)        what its noxfile's `session.install` and CI's `pip install` lines
                               install, each as a requirements file's text
     tox_envs(dir)             tox's environments (tox.ini, setup.cfg [tox:tox], pyproject's
@@ -270,6 +271,33 @@ def poetry_requirement(name: str, constraint: object) -> str | None:
         elif piece not in ("*", ""):
             parts.append(piece.replace(" ", ""))
     return name + (f"[{','.join(extras)}]" if extras else "") + ",".join(parts)
+
+
+def pipfile_dev(snapshot: Path) -> tuple[list[str], list[str]]:
+    """A Pipfile's `[dev-packages]` as requirements, and the extras its `[packages]` install of
+    the project itself (`{path = ".", extras = ["socks"]}`)."""
+    try:
+        pipfile = tomllib.loads(_read(snapshot / "Pipfile"))
+    except tomllib.TOMLDecodeError:
+        return [], []
+    dev = pipfile.get("dev-packages", {})
+    reqs = []
+    for name, spec in dev.items() if isinstance(dev, dict) else []:
+        version = spec if isinstance(spec, str) else spec.get("version", "*") if isinstance(spec, dict) else None
+        extras = spec.get("extras", []) if isinstance(spec, dict) else []
+        if not isinstance(version, str) or (isinstance(spec, dict) and set(spec) & {"path", "git", "file"}):
+            continue
+        extra = f"[{','.join(e for e in extras if isinstance(e, str))}]" if extras else ""
+        reqs.append(name + extra + ("" if version.strip() == "*" else version.replace(" ", "")))
+    packages = pipfile.get("packages", {})
+    own = [
+        e
+        for spec in (packages.values() if isinstance(packages, dict) else [])
+        if isinstance(spec, dict) and spec.get("path") == "."
+        for e in spec.get("extras", [])
+        if isinstance(e, str)
+    ]
+    return reqs, own
 
 
 def hatch_envs(snapshot: Path) -> dict[str, tuple[list[str], list[str]]]:

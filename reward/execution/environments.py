@@ -114,7 +114,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from conf.io import locked
 from reward.execution import candidates, declared, identity, repos, sandbox, testcommand
-from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed
+from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed_for
 from reward.execution.runners import RUNNERS, runner_for
 
 log = logging.getLogger(__name__)
@@ -779,7 +779,7 @@ def derive_candidates(snapshot: Path, created_at: str | None, repo: str, limit: 
     date = _utc(created_at)
     compiled = [v for f in declared.requirement_files(snapshot) if (v := declared.compiled_with(_text(snapshot, f)))]
     pythons = candidates.interpreters(
-        declared.python_requires(snapshot), installed(), compiled, declared.tested_pythons(snapshot), date
+        declared.python_requires(snapshot), installed_for(date), compiled, declared.tested_pythons(snapshot), date
     )
     has_project = any((snapshot / f).is_file() for f in ("setup.py", "setup.cfg", "pyproject.toml"))
     row = repos.lookup(repo)

@@ -40,11 +40,13 @@ RELEASES = {
     "3.12": "2023-10-02",
     "3.13": "2024-10-07",
 }
-# Versions a derived environment chooses among (candidates.interpreters): 3.6 and 3.7 are built only when a
+# Versions a derived environment chooses among (candidates.interpreters): 3.6 and 3.7 only for a
+# commit from before 3.8's release (installed_for: the interpreters of its time), else only when a
 # spec names them (SWE-bench's django 3.0-3.2 and older repositories' specs: uv makes their
-# venvs and installs into them, bytecode compiled by their own compileall), never chosen for a
-# mined commit; Python 2 is out of uv's range.
-SUPPORTED = tuple(v for v in RELEASES if v not in ("3.6", "3.7"))
+# venvs and installs into them, bytecode compiled by their own compileall); Python 2 is out of
+# uv's range.
+LEGACY = ("3.6", "3.7")
+SUPPORTED = tuple(v for v in RELEASES if v not in LEGACY)
 
 
 class InterpreterUnavailable(RuntimeError):
@@ -98,13 +100,21 @@ def find_python(version: str) -> str:
     )
 
 
-def installed() -> tuple[str, ...]:
-    """The SUPPORTED versions that find_python finds here, oldest first."""
+def installed(versions: tuple[str, ...] = SUPPORTED) -> tuple[str, ...]:
+    """The `versions` that find_python finds here, oldest first."""
     found = []
-    for version in SUPPORTED:
+    for version in versions:
         try:
             find_python(version)
         except InterpreterUnavailable:
             continue
         found.append(version)
     return tuple(found)
+
+
+def installed_for(when: str | None) -> tuple[str, ...]:
+    """The versions a commit of `when` (ISO date) may be derived with: installed(), and the LEGACY
+    ones found here for a commit older than every SUPPORTED version (a 2019 release ran on 3.7)."""
+    if when is None or when[:10] >= RELEASES[SUPPORTED[0]]:
+        return installed()
+    return installed((*LEGACY, *SUPPORTED))

@@ -185,7 +185,11 @@ def _inside(snapshot: Path, rel: str) -> bool:
     return (snapshot / rel).exists()
 
 
-_PYTEST = re.compile(r"^(?:py\.test|pytest|python3?(?:\.\d+)? -m pytest|coverage run (?:-\S+ )*-m pytest)\b")
+# pytest, however started: through python -m, coverage, or a tool's environment (`pipenv run`).
+_PYTEST = re.compile(
+    r"^(?:(?:pipenv|poetry|uv|hatch|pdm) run (?:--\S+ )*)?"
+    r"(?:py\.test|pytest|python3?(?:\.\d+)? -m pytest|coverage run (?:-\S+ )*-m pytest)\b"
+)
 
 
 def _first_pytest(snapshot: Path) -> tuple[str, list[str]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reward.execution import declared, environments
+from reward.execution import declared, environments, pythons
 from reward.execution.candidates import RequirementSet, interpreters, ordered_sets, plan, requirement_sets
 from reward.execution.declared import compiled_with, dependency_groups, file_kind, tox_envs
 from reward.execution.environments import derive_candidates
@@ -27,7 +27,7 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 @pytest.fixture
 def here(monkeypatch):
     """Python 3.8 to 3.13 installed (the choice must not depend on the host)."""
-    monkeypatch.setattr(environments, "installed", lambda: HERE)
+    monkeypatch.setattr(environments, "installed_for", lambda when: HERE)
 
 
 def test_the_python_a_pip_compiled_file_names_comes_first_not_the_oldest_admitted():
@@ -174,3 +174,26 @@ def test_hatch_nox_and_ci_install_lines_are_sets(tmp_path, here):
     assert sets["hatch:test"] == (("pytest", "coverage"), ("socks",)) and "hatch:docs" not in sets
     assert sets["install:noxfile.py"] == (("pytest-mock",), ("socks",))
     assert sets["install:.github/workflows/t.yml"] == (("pytest>=7",), ("socks",))
+
+
+def test_a_commit_from_before_python_3_8_may_have_the_3_7_of_its_time(monkeypatch):
+    monkeypatch.setattr(pythons, "installed", lambda versions=pythons.SUPPORTED: versions)
+    assert pythons.installed_for("2019-07-11T00:00:00Z")[:2] == ("3.6", "3.7")
+    assert pythons.installed_for("2019-10-14T00:00:00Z") == pythons.installed_for(None) == pythons.SUPPORTED
+    # Its CI's 3.7, out for a year, before the 3.8 that came after it.
+    assert interpreters(None, pythons.installed_for("2019-07-11"), [], ["3.7", "3.6", "3.5"], "2019-07-11")[:3] == [
+        "3.7",
+        "3.6",
+        "3.8",
+    ]
+
+
+def test_a_pipfiles_dev_packages_are_a_set_with_the_extras_it_installs_the_project_with(tmp_path, here):
+    """requests 2.22 (2019): its test packages are only in its Pipfile."""
+    pipfile = '[dev-packages]\npytest = ">=2.8.0,<=3.10.1"\npytest-mock = "*"\nx = {version = "<2", extras = ["a"]}\n'
+    pipfile += '[packages]\n"e1839a8" = {path = ".", editable = true, extras = ["socks"]}\n'
+    snapshot = _write(tmp_path, {"Pipfile": pipfile, "setup.py": "setup()\n"})
+    (first, *_) = requirement_sets(snapshot, ())
+    assert first == RequirementSet(
+        "pipfile:dev-packages", ("pytest>=2.8.0,<=3.10.1", "pytest-mock", "x[a]<2"), ("socks",), rank=2
+    )

@@ -19,6 +19,8 @@ import pytest
 from conf.config import ExecutionConfig
 from data.fixtures.synthetic import RepoBuilder
 from data.inject.__main__ import git_sources
+from data.schema import Instance
+from data.validate import derive_environments
 from reward.execution import derivation, environments, pythons, sandbox
 from reward.execution.derivation import Attempt, Deriver, reordered, select_tests, unusable, write_records
 from reward.execution.runner import TestRun
@@ -98,7 +100,7 @@ class FakeRunner:
 
 
 def test_a_failing_first_candidate_is_recorded_and_the_second_chosen(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(environments, "installed", lambda: ("3.10", "3.11", "3.12"))
+    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.10", "3.11", "3.12"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
@@ -131,7 +133,7 @@ def test_a_failing_first_candidate_is_recorded_and_the_second_chosen(tmp_path, m
 
 
 def test_when_no_candidate_counts_the_one_with_most_passing_tests_is_kept_and_marked_failed(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "installed", lambda: ("3.10", "3.11"))
+    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.10", "3.11"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
@@ -169,7 +171,7 @@ def _installed(*versions: str) -> str | None:
 @pytest.mark.skipif(_no_pypi() is not None, reason=str(_no_pypi()))
 @pytest.mark.skipif(_installed("3.11", "3.12") is not None, reason=str(_installed("3.11", "3.12")))
 def test_a_real_build_falls_back_to_the_interpreter_where_the_requirement_installs(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "installed", lambda: ("3.11", "3.12"))
+    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.11", "3.12"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry], wall_s=120.0)
@@ -200,3 +202,25 @@ def test_flask_3_1_0_builds_on_the_python_its_requirements_were_compiled_with_an
     assert derived.ok and derived.spec.python == "3.13" and derived.requirements == "tox:testenv"
     (attempt,) = derived.attempts  # the first candidate works
     assert attempt.counts["passed"] > 450 and not attempt.counts.get("failed") and not attempt.counts.get("error")
+
+
+def test_data_validate_derives_each_instance_on_its_own_tests_which_may_all_fail_before_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.11", "3.12"))
+    repo = _widget(tmp_path / "widget")
+    entry = f"acme/widget={repo.path}"
+    cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
+    test_patch = (
+        "--- a/tests/test_new.py\n+++ b/tests/test_new.py\n@@ -0,0 +1,2 @@\n+def test_new():\n+    assert False\n"
+    )
+    inst = Instance("acme__widget-1", "acme/widget", repo.git("rev-parse", "HEAD"), "", "", test_patch, {}, {})
+    deriver = Deriver(cfg, need_passing=False)
+    jobs: list = []
+
+    def run(job):
+        jobs.append(job)
+        return TestRun(job.job_id, "x", "ok", {"tests/test_new.py::test_new": "failed"})
+
+    deriver.runner.run = run  # type: ignore[method-assign]
+    (derived,) = derive_environments([inst], cfg, deriver)
+    assert len(jobs) == 1 and jobs[0].tests == () and jobs[0].patch == ""  # its test patch, not the fix
+    assert derived.environment == deriver.derivations[0].spec.to_json() and deriver.derivations[0].ok

@@ -54,7 +54,7 @@ def test_the_command_is_read_from_tox_then_nox_then_a_makefile_then_ci(tmp_path)
     )
     assert own_command(make).paths == ("testing",) and own_command(make).ignored[0].startswith("-x")
     ci = {
-        ".github/workflows/ci.yml": "steps:\n  - run: pip install -e .\n  - run: cd . && pytest --import-mode=append t\n"
+        ".github/workflows/ci.yml": "steps:\n  - run: pip install -e .\n  - run: cd . && pipenv run pytest --import-mode=append t\n"
     }
     assert own_command(_write(tmp_path / "ci", {**ci, "t/x.py": ""})).args == ("--import-mode=append",)
     # A path the snapshot does not have, or above it, selects nothing: pytest's testpaths then.
