@@ -779,7 +779,11 @@ def derive_candidates(snapshot: Path, created_at: str | None, repo: str, limit: 
     date = _utc(created_at)
     compiled = [v for f in declared.requirement_files(snapshot) if (v := declared.compiled_with(_text(snapshot, f)))]
     pythons = candidates.interpreters(
-        declared.python_requires(snapshot), installed_for(date), compiled, declared.tested_pythons(snapshot), date
+        declared.python_requires(snapshot),
+        installed_for(date, candidates.MATURE_DAYS),
+        compiled,
+        declared.tested_pythons(snapshot),
+        date,
     )
     has_project = any((snapshot / f).is_file() for f in ("setup.py", "setup.cfg", "pyproject.toml"))
     row = repos.lookup(repo)

@@ -24,6 +24,7 @@ import functools
 import os
 import shutil
 import subprocess
+from datetime import date, timedelta
 from pathlib import Path
 
 PYTHONS_VAR = "SWE_RL_PYTHONS"
@@ -41,7 +42,7 @@ RELEASES = {
     "3.13": "2024-10-07",
 }
 # Versions a derived environment chooses among (candidates.interpreters): 3.6 and 3.7 only for a
-# commit from before 3.8's release (installed_for: the interpreters of its time), else only when a
+# commit from before 3.8 was out a while (installed_for: the interpreters of its time), else only when a
 # spec names them (SWE-bench's django 3.0-3.2 and older repositories' specs: uv makes their
 # venvs and installs into them, bytecode compiled by their own compileall); Python 2 is out of
 # uv's range.
@@ -112,9 +113,11 @@ def installed(versions: tuple[str, ...] = SUPPORTED) -> tuple[str, ...]:
     return tuple(found)
 
 
-def installed_for(when: str | None) -> tuple[str, ...]:
+def installed_for(when: str | None, young_days: int = 0) -> tuple[str, ...]:
     """The versions a commit of `when` (ISO date) may be derived with: installed(), and the LEGACY
-    ones found here for a commit older than every SUPPORTED version (a 2019 release ran on 3.7)."""
-    if when is None or when[:10] >= RELEASES[SUPPORTED[0]]:
+    ones found here for a commit from before the oldest SUPPORTED version was out `young_days`
+    (a 2019 release ran on 3.7; candidates.MATURE_DAYS)."""
+    first = date.fromisoformat(RELEASES[SUPPORTED[0]]) + timedelta(days=young_days)
+    if when is None or when[:10] >= first.isoformat():
         return installed()
     return installed((*LEGACY, *SUPPORTED))

@@ -27,7 +27,7 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 @pytest.fixture
 def here(monkeypatch):
     """Python 3.8 to 3.13 installed (the choice must not depend on the host)."""
-    monkeypatch.setattr(environments, "installed_for", lambda when: HERE)
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: HERE)
 
 
 def test_the_python_a_pip_compiled_file_names_comes_first_not_the_oldest_admitted():
@@ -180,6 +180,9 @@ def test_a_commit_from_before_python_3_8_may_have_the_3_7_of_its_time(monkeypatc
     monkeypatch.setattr(pythons, "installed", lambda versions=pythons.SUPPORTED: versions)
     assert pythons.installed_for("2019-07-11T00:00:00Z")[:2] == ("3.6", "3.7")
     assert pythons.installed_for("2019-10-14T00:00:00Z") == pythons.installed_for(None) == pythons.SUPPORTED
+    # tqdm 4.41.1 (2019-12): 3.8 was two months old; its tensorflow had no 3.8 wheels yet.
+    assert pythons.installed_for("2019-12-24", young_days=90)[:2] == ("3.6", "3.7")
+    assert pythons.installed_for("2020-01-13", young_days=90) == pythons.SUPPORTED
     # Its CI's 3.7, out for a year, before the 3.8 that came after it.
     assert interpreters(None, pythons.installed_for("2019-07-11"), [], ["3.7", "3.6", "3.5"], "2019-07-11")[:3] == [
         "3.7",

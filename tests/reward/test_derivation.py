@@ -100,7 +100,7 @@ class FakeRunner:
 
 
 def test_a_failing_first_candidate_is_recorded_and_the_second_chosen(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.10", "3.11", "3.12"))
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.10", "3.11", "3.12"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
@@ -133,7 +133,7 @@ def test_a_failing_first_candidate_is_recorded_and_the_second_chosen(tmp_path, m
 
 
 def test_when_no_candidate_counts_the_one_with_most_passing_tests_is_kept_and_marked_failed(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.10", "3.11"))
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.10", "3.11"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
@@ -171,7 +171,7 @@ def _installed(*versions: str) -> str | None:
 @pytest.mark.skipif(_no_pypi() is not None, reason=str(_no_pypi()))
 @pytest.mark.skipif(_installed("3.11", "3.12") is not None, reason=str(_installed("3.11", "3.12")))
 def test_a_real_build_falls_back_to_the_interpreter_where_the_requirement_installs(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.11", "3.12"))
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.11", "3.12"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry], wall_s=120.0)
@@ -205,7 +205,7 @@ def test_flask_3_1_0_builds_on_the_python_its_requirements_were_compiled_with_an
 
 
 def test_data_validate_derives_each_instance_on_its_own_tests_which_may_all_fail_before_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.11", "3.12"))
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.11", "3.12"))
     repo = _widget(tmp_path / "widget")
     entry = f"acme/widget={repo.path}"
     cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])

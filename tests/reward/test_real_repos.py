@@ -45,7 +45,7 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 @pytest.fixture
 def here(monkeypatch):
     """This machine has 3.9, 3.10 and 3.11 (derive_spec's choice must not depend on the host)."""
-    monkeypatch.setattr(environments, "installed_for", lambda when: ("3.9", "3.10", "3.11"))
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.9", "3.10", "3.11"))
 
 
 def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
