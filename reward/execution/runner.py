@@ -133,6 +133,26 @@ def labelled_files(instance: Instance) -> list[str]:
     return sorted({t.split("::", 1)[0] for t in ids if "::" in t and t.split("::", 1)[0].endswith(".py")})
 
 
+def rooted(snapshot: Path, files: list[str]) -> list[str]:
+    """The labelled test files as paths in the snapshot: a pytest id is relative to pytest's
+    rootdir, the repository's root or a folder with its own pytest.ini (rich's tests/: its ids
+    read `test_align.py::...`), so a file not at the root is looked for under such a folder."""
+    inis = sorted(f"{ini.parent.name}/" for ini in snapshot.glob("*/pytest.ini") if _regular(ini))
+    roots = ["", *inis]
+    out = []
+    for name in files:
+        found = next((r + name for r in roots if _regular(snapshot / (r + name))), name)
+        out.append(found)
+    return out
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink()
+    except OSError:
+        return False
+
+
 ENV_MARKS = ("{env}", "{python}")  # what the environment's and the interpreter's prefixes read as in test ids
 
 
@@ -239,7 +259,7 @@ class Runner:
             if not tests and own_tests and not test_patch:
                 # Its labels name the tests, all in the snapshot: their folders are the runner's
                 # whole (a candidate's change to a helper beside them, tests/utils.py, is not applied).
-                tests = labelled_files(inst)
+                tests = rooted(snapshot, labelled_files(inst))
                 owned = (*owned, *sorted({str(PurePosixPath(t).parent) for t in tests} - {"."}))
             roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
             changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, owned)

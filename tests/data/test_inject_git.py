@@ -19,7 +19,7 @@ from data.git.commits import commit_files
 from data.loader import read_instances
 from data.schema import Instance
 from reward.execution import sandbox
-from reward.execution.runner import Runner, TestJob, TestRun, labelled_files
+from reward.execution.runner import Runner, TestJob, TestRun, labelled_files, rooted
 
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(
@@ -166,6 +166,15 @@ def test_an_instance_without_a_test_patch_runs_the_files_its_labels_name():
         pass_to_pass=("tests/sub/test_b.py::T::test_y", "odd id"),
     )
     assert labelled_files(inst) == ["tests/sub/test_b.py", "tests/test_a.py"]
+
+
+def test_labels_relative_to_a_tests_folders_own_pytest_ini_name_files_under_it(tmp_path):
+    # rich's tests/pytest.ini makes tests/ pytest's rootdir: its ids read test_align.py::...
+    (tmp_path / "tests").mkdir()
+    for name in ("tests/pytest.ini", "tests/test_align.py", "test_root.py"):
+        (tmp_path / name).write_text("")
+    found = rooted(tmp_path, ["test_align.py", "test_root.py", "test_gone.py"])
+    assert found == ["tests/test_align.py", "test_root.py", "test_gone.py"]
 
 
 @pytest.fixture(scope="module")
