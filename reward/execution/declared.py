@@ -380,6 +380,9 @@ def tox_envs(snapshot: Path) -> list[ToxEnv]:
     return _ini_envs(setup_cfg, "testenv") if "[tox:tox]" in setup_cfg else []
 
 
+_TOX_DEPTH = 5  # `{[section]key}` references followed, at most this deep
+
+
 def _ini_envs(text: str, base: str) -> list[ToxEnv]:
     cfg = configparser.RawConfigParser(strict=False)
     with contextlib.suppress(configparser.Error):
@@ -389,10 +392,17 @@ def _ini_envs(text: str, base: str) -> list[ToxEnv]:
         if section != base and not section.startswith(base + ":"):
             continue
 
-        def lines(key: str, section: str = section) -> list[str]:
+        def lines(key: str, section: str = section, depth: int = 0) -> list[str]:
             value = cfg.get(section, key) if cfg.has_option(section, key) else ""
             joined = re.sub(r"\\\n", " ", value)
-            return [ln.strip() for ln in joined.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+            out: list[str] = []
+            for ln in (ln.strip() for ln in joined.splitlines()):
+                ref = re.fullmatch(r"\{\[([^\]]+)\]([\w-]+)\}", ln)
+                if ref and depth < _TOX_DEPTH:  # tox's `{[extra]deps}`: that section's lines
+                    out += lines(ref.group(2), ref.group(1), depth + 1)
+                elif ln and not ln.startswith("#"):
+                    out.append(ln)
+            return out
 
         deps = tuple(d for d in lines("deps") if not re.match(r"^[\w{},.-]+:\s", d))  # `min: -r ...`: a factor's
         extras = tuple(e.strip() for ln in lines("extras") for e in ln.split(",") if e.strip())

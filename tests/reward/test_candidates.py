@@ -200,3 +200,10 @@ def test_a_pipfiles_dev_packages_are_a_set_with_the_extras_it_installs_the_proje
     assert first == RequirementSet(
         "pipfile:dev-packages", ("pytest>=2.8.0,<=3.10.1", "pytest-mock", "x[a]<2"), ("socks",), rank=2
     )
+
+
+def test_tox_section_references_are_followed(tmp_path, here):
+    """tqdm 4.41.1's `deps = {[extra]deps}`: nose, which its tests import, came only through it."""
+    tox = "[cov]\ndeps =\n    nose\n[extra]\ndeps =\n    {[cov]deps}\n    timer\n[testenv]\ndeps =\n    {[extra]deps}\n    numpy\n"
+    (env,) = tox_envs(_write(tmp_path, {"tox.ini": tox}))
+    assert env.deps == ("nose", "timer", "numpy")
