@@ -45,7 +45,7 @@ from conf.config import TrainConfig
 from data.bugs.injector import REJECTIONS, BugCandidate, BugOutcome, buggy_tree, candidates, working_tree
 from data.bugs.model_bugs import bug_messages
 from data.bugs.mutations import OPERATORS
-from data.bugs.proof import Baseline, inject, read_answers, why_unusable
+from data.bugs.proof import Baseline, Covered, inject, read_answers, why_unusable
 from data.loader import InstanceLoader, PromptItem
 from data.prompt import encode_prompt
 from data.schema import Instance
@@ -86,7 +86,9 @@ class SelfPlay(GroupSampler):
         with timer("prove"):
             answers: dict[int, tuple[Group, int]] = {}  # id(candidate) -> its injector group and answer
 
-            def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+            def draw(
+                sources: list[Instance], _covered: list[Covered]
+            ) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
                 by_id = {g.item.instance_id: g for g in injectors}
                 texts = [[c.text for c in by_id[s.instance_id].completions] for s in sources]
                 drawn, rejected, owners = read_answers(sources, texts)

@@ -7,7 +7,8 @@ For each one:
     baseline   the tests run twice on the working code; the tests that pass both times are the
                baseline (the others, failing or flaky, are left out and counted)
     bugs       `per_instance` candidates, each `combine` mutations (data/bugs/mutations.py)
-               drawn with seed (seed, instance, k) from the non-test Python files
+               drawn with seed (seed, instance, k) from the non-test Python files, on the
+               lines the baseline's tests executed when its first run measured them
     proof      the tests run twice with the bug: kept when the same non-empty set of baseline
                tests fails both times (FAIL_TO_PASS) and every other baseline test passes
                (PASS_TO_PASS); with a bug over several files, each file must matter: reverting
@@ -36,7 +37,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -92,11 +94,24 @@ def working_tree(inst: Instance) -> dict[str, str]:
 
 
 def candidates(
-    inst: Instance, per_instance: int, combine: int, seed: int, operators: tuple[str, ...]
+    inst: Instance,
+    per_instance: int,
+    combine: int,
+    seed: int,
+    operators: tuple[str, ...],
+    covered: Mapping[str, AbstractSet[int]] | None = None,
 ) -> list[BugCandidate]:
-    """Up to `per_instance` distinct bugs of `combine` mutations each, seeded per instance."""
+    """Up to `per_instance` distinct bugs of `combine` mutations each, seeded per instance.
+    With `covered` (path -> lines the baseline's tests executed), only sites on those lines are
+    drawn: a bug on a line no test runs cannot fail a test. None, or no site on a covered line
+    (a run that measured nothing of these files), draws from every site."""
     tree = working_tree(inst)
-    found = [m for path in sorted(tree) if path.endswith(".py") for m in sites(path, tree[path], operators)]
+    paths = [path for path in sorted(tree) if path.endswith(".py")]
+    found: list[Mutation] = []
+    if covered:
+        found = [m for path in paths if covered.get(path) for m in sites(path, tree[path], operators, covered[path])]
+    if not found:
+        found = [m for path in paths for m in sites(path, tree[path], operators)]
     base = int.from_bytes(hashlib.sha256(f"{seed}/{inst.instance_id}".encode()).digest()[:8], "big")
     out: list[BugCandidate] = []
     seen: set[tuple[Mutation, ...]] = set()

@@ -12,7 +12,8 @@ anything with `run(jobs, what) -> runs` in order: the test-runner pool (reward/e
     baseline   the suite runs SCREEN times on the working code; tests that pass every time
                are the baseline (the rest, failing or flaky, are left out and counted)
     draw       the bugs of each source whose baseline passed: the rules injector's seeded
-               mutations (`rules_draw`) or the policy's answers (`model_draw`, read by the
+               mutations (`rules_draw`, on the lines the baseline's first run executed: it
+               measures them, reward/execution/coverage.py) or the policy's answers (`model_draw`, read by the
                reward's own rules 1-3, so a malformed bug is rejected as a malformed fix is)
     bugs       the suite runs SCREEN times with each bug: proved when the same baseline tests
                fail every time (FAIL_TO_PASS, at least one) and every other one passes
@@ -33,8 +34,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from conf.progress import Progress
@@ -109,13 +110,13 @@ def instance_of(source: Source) -> Instance:
     return source.instance if isinstance(source, GitSource) else source
 
 
-def _job(source: Source, tree: dict[str, str], job_id: str) -> TestJob:
+def _job(source: Source, tree: dict[str, str], job_id: str, coverage: bool = False) -> TestJob:
     """Tests of `tree` (the repository's files): the source's test patch, or a repository's
-    test files at its commit."""
+    test files at its commit; `coverage`: the lines they execute measured too."""
     inst = instance_of(source)
     if isinstance(source, GitSource):
-        return TestJob(inst, tree_patch(inst, tree), job_id=job_id, tests=source.tests)
-    return TestJob(inst, tree_patch(inst, tree), job_id=job_id)
+        return TestJob(inst, tree_patch(inst, tree), job_id=job_id, tests=source.tests, coverage=coverage)
+    return TestJob(inst, tree_patch(inst, tree), job_id=job_id, coverage=coverage)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ class Baseline:
     left_out: int
     why: str = ""
     runs: int = SCREEN  # how many runs `passing` passed: CONFIRM once a bug of the source was confirmed
+    # path -> lines the tests executed (the first run's coverage); empty: not measured
+    covered: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
 
 def baseline_key(source: Source) -> str:
@@ -163,6 +166,7 @@ def inject(
     seconds: dict[str, float] | None = None,
     baselines_out: dict[str, dict[str, int]] | None = None,
     baseline_cache: dict[str, Baseline] | None = None,
+    sites: str = "covered",
 ) -> list[BugOutcome]:
     """Every source's outcome (when it was rejected) and every candidate's, in order; the
     seconds of each stage (baseline, bugs, inverse) go into `seconds`, and each source's
@@ -170,7 +174,12 @@ def inject(
     `baselines_out`, when given. `draw` writes the bugs of the sources whose baseline passed
     (default: the rules injector's seeded mutations, `per_instance` per source).
     `baseline_cache` (self-play's, across steps) holds the baselines that passed, by
-    `baseline_key`: a source met again is not run again."""
+    `baseline_key`: a source met again is not run again. `sites`: "covered", the rules draw on
+    the lines the baseline's first run executed (measured by coverage.py), or "all" (any line)."""
+    if sites not in ("covered", "all"):
+        raise ValueError(f"sites: {sites!r} is not 'covered' or 'all'")
+    # The rules draw where the tests look; the policy's bugs need no lines.
+    measure = draw is None and sites == "covered"
     if draw is None:
         draw = rules_draw(per_instance, combine, seed, operators)
     seconds = {} if seconds is None else seconds
@@ -187,8 +196,11 @@ def inject(
             usable.append(source)
     keys = [baseline_key(src) for src in usable]
     fresh = [i for i, key in enumerate(keys) if baseline_cache is None or key not in baseline_cache]
+    # The first run of each baseline measures the lines its tests execute: rules bugs are drawn there.
     jobs = [
-        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}") for i in fresh for r in range(SCREEN)
+        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}", coverage=measure and r == 0)
+        for i in fresh
+        for r in range(SCREEN)
     ]
     runs = pool.run(jobs, what="baseline runs") if jobs else []
     seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
@@ -197,19 +209,22 @@ def inject(
         base_runs = runs[n * SCREEN : (n + 1) * SCREEN]
         passing, why = _passing(base_runs)
         ran = set().union(*(r.outcomes for r in base_runs))
-        known[keys[i]] = Baseline(frozenset(passing), len(ran - passing), why or "no test passes")
+        covered = base_runs[0].covered if base_runs else {}
+        known[keys[i]] = Baseline(frozenset(passing), len(ran - passing), why or "no test passes", covered=covered)
     baselines: dict[int, set[str]] = {}
     for i, src in enumerate(usable):
         inst, base = instance_of(src), known[keys[i]]
         if baselines_out is not None:
+            lines = sum(len(v) for v in base.covered.values())
             baselines_out[inst.instance_id] = {"passing": len(base.passing), "left_out": base.left_out}
+            baselines_out[inst.instance_id] |= {"covered_files": len(base.covered), "covered_lines": lines}
         if not base.passing:
             outcomes.append(BugOutcome(None, inst.instance_id, "baseline_failed", detail=base.why))
             if baseline_cache is not None:  # a failed baseline may be the machine's: run it again next time
                 del baseline_cache[keys[i]]
             continue
         baselines[i] = set(base.passing)
-    drawn, unusable = draw([instance_of(usable[i]) for i in baselines])
+    drawn, unusable = draw([instance_of(usable[i]) for i in baselines], [known[keys[i]].covered for i in baselines])
     outcomes += unusable
     bugs = [(i, c) for i, found in zip(baselines, drawn, strict=True) for c in found]
     seconds["draw"], clock = time.monotonic() - clock, time.monotonic()
@@ -240,13 +255,20 @@ def inject(
     return outcomes
 
 
-# Sources in, each one's bugs out (in order), with the answers that gave no bug as outcomes.
-Draw = Callable[[list[Instance]], tuple[list[list[BugCandidate]], list[BugOutcome]]]
+# Sources in, with the lines each one's baseline executed (empty: not measured), each one's bugs
+# out (in order), with the answers that gave no bug as outcomes.
+Covered = Mapping[str, frozenset[int]]
+Draw = Callable[[list[Instance], list[Covered]], tuple[list[list[BugCandidate]], list[BugOutcome]]]
 
 
 def rules_draw(per_instance: int, combine: int, seed: int, operators: tuple[str, ...]) -> Draw:
-    def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
-        return [candidates(inst, per_instance, combine, seed, operators) for inst in sources], []
+    """Seeded mutations on the lines the baseline's tests executed (all lines when unmeasured)."""
+
+    def draw(sources: list[Instance], covered: list[Covered]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+        return [
+            candidates(inst, per_instance, combine, seed, operators, lines)
+            for inst, lines in zip(sources, covered, strict=True)
+        ], []
 
     return draw
 
@@ -255,7 +277,7 @@ def model_draw(sampler: Sampler, per_source: int, temperature: float, seed: int)
     """The policy writes `per_source` bugs per source (data/bugs/model_bugs.py's prompt), read
     by `read_answers`."""
 
-    def draw(sources: list[Instance]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
+    def draw(sources: list[Instance], covered: list[Covered]) -> tuple[list[list[BugCandidate]], list[BugOutcome]]:
         messages = [bug_messages(inst, working_tree(inst), seed) for inst in sources]
         answers = sampler.sample([inst.instance_id for inst in sources], messages, per_source, temperature)
         drawn, rejected, _ = read_answers(sources, answers)
@@ -340,7 +362,8 @@ def _confirmed(
         base = bases[i]
         passing, why = _passing([next(runs) for _ in range(base.runs, CONFIRM)])
         kept = base.passing & passing
-        confirmed[i] = Baseline(frozenset(kept), base.left_out + len(base.passing - kept), why or base.why, CONFIRM)
+        left_out = base.left_out + len(base.passing - kept)
+        confirmed[i] = Baseline(frozenset(kept), left_out, why or base.why, CONFIRM, base.covered)
     out = []
     for i, p in screened:
         every = [*p.runs, *(next(runs) for _ in range(SCREEN, CONFIRM))]

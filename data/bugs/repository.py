@@ -2,8 +2,9 @@
 
 `python -m data.inject reward.execution.repos=[owner/name=CLONE] --commit REF` needs no pull
 request: the source is the repository at REF. Its Python sources outside test folders (`--paths`
-narrows them: a src/ layout's package) are the files the rules injector may change; its test files (test_*.py,
-*_test.py under any folder) are the suite whose passing tests are the baseline. The source is an
+narrows them: a src/ layout's package) are the files the rules injector may change; its test files
+(its pytest configuration's `python_files`, else test_*.py and *_test.py under any folder, else
+nose's tests_*.py and *_tests.py) are the suite whose passing tests are the baseline. The source is an
 `Instance` with those sources as its code context, no oracle and no test patch, so the
 injector's draws and trees (injector.py) take it as they take a demo instance.
 
@@ -18,6 +19,11 @@ no test patch), all already in the snapshot.
 
 from __future__ import annotations
 
+import configparser
+import contextlib
+import fnmatch
+import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,9 +60,44 @@ def _is_source(path: str, prefixes: tuple[str, ...]) -> bool:
     return not path.startswith(("docs/", "doc/", "examples/", ".")) and path not in {"setup.py", "noxfile.py"}
 
 
-def _is_test_module(path: str) -> bool:
+# pytest's default `python_files`; then nose's naming (tqdm's tqdm/tests/tests_*.py until 2020),
+# tried only when the first finds no test file and the repository configures none.
+PYTEST_FILES, NOSE_FILES = ("test_*.py", "*_test.py"), ("tests_*.py", "*_tests.py")
+# Where pytest reads `python_files`, in its order of precedence: (file, section).
+_PYTEST_CONFIGS = (
+    ("pytest.ini", "pytest"),
+    ("pyproject.toml", ""),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+
+def _is_test_module(path: str, patterns: tuple[str, ...] = PYTEST_FILES) -> bool:
     name = path.rsplit("/", 1)[-1]
-    return path.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+    return path.endswith(".py") and any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def python_files(read: Callable[[str], str | None]) -> tuple[str, ...]:
+    """The repository's own `python_files` patterns (its pytest configuration, read by `read`:
+    path -> text or None), or () when it sets none."""
+    for name, section in _PYTEST_CONFIGS:
+        text = read(name)
+        if text is None:
+            continue
+        value: object = None
+        if name == "pyproject.toml":
+            with contextlib.suppress(tomllib.TOMLDecodeError):
+                value = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options", {}).get("python_files")
+        else:
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            with contextlib.suppress(configparser.Error):
+                parser.read_string(text)
+                value = parser.get(section, "python_files", fallback=None)
+        if isinstance(value, str):
+            value = value.split()
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    return ()
 
 
 def read_source(name: str, clone: Path, commit: str, prefixes: tuple[str, ...] = ()) -> GitSource:
@@ -76,13 +117,23 @@ def read_source(name: str, clone: Path, commit: str, prefixes: tuple[str, ...] =
                     sources[path] = blob.decode("utf-8") if blob is not None else ""
                 except UnicodeDecodeError:
                     continue
-    tests = tuple(sorted(p for p in paths if _is_test_module(p)))
+
+        def read(name: str) -> str | None:
+            blob = repo.blob(f"{sha}:{name}") if name in paths else None
+            return blob.decode("utf-8", "replace") if blob is not None else None
+
+        own = python_files(read)
+    tests: tuple[str, ...] = ()
+    for patterns in [own] if own else [PYTEST_FILES, NOSE_FILES]:
+        tests = tuple(sorted(p for p in paths if _is_test_module(p, patterns)))
+        if tests:
+            break
     if not sources:
         raise ValueError(
             f"{name} at {sha[:12]}: no Python source outside test folders" + (f" under {prefixes}" if prefixes else "")
         )
     if not tests:
-        raise ValueError(f"{name} at {sha[:12]}: no test file (test_*.py, *_test.py)")
+        raise ValueError(f"{name} at {sha[:12]}: no test file ({', '.join(own or PYTEST_FILES + NOSE_FILES)})")
     inst = Instance(
         instance_id=f"{name.replace('/', '__')}-{sha[:12]}",
         repo=name,

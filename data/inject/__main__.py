@@ -3,7 +3,7 @@
     python -m data.inject "reward.execution.repos=['OWNER/NAME=CLONE',...]" [--commit REF] [--paths src/pkg]
         --out DIR [--per-repo 4] [--environment derive|JSON] [--relevant-files 3] ...
     python -m data.inject --data demo --out DIR [--per-instance 4] [--limit N] ...
-        ... [--combine 1] [--seed 0] [--operators binop,compare,...] [--near-dup-threshold 0.8]
+        ... [--combine 1] [--seed 0] [--operators binop,compare,...] [--sites covered|all] [--near-dup-threshold 0.8]
         [--injector rules|model [model.name=M rollout.temperature=1.0 rollout.max_new_tokens=1024]]
         [--issue-model [M]]
         [reward.execution.num_runners=2 | ray.address=ADDR] [reward.execution.wall_s=30] [--overwrite]
@@ -16,7 +16,9 @@ environment its commit declares, derived as data.validate derives it) or each in
 set). The rules injector (data/bugs/injector.py) draws `--per-repo` / `--per-instance` bugs
 per source, each of `--combine` mutations (data/bugs/mutations.py: operators, comparisons,
 conditions, off-by-one, constants, swapped arguments, dropped returns and statements; never in a
-test file), and keeps those the tests prove:
+test file) on the lines the baseline's tests execute (`--sites covered`: its first run measures
+them with coverage.py in the sandbox, reward/execution/coverage.py; `all`: any line), and keeps
+those the tests prove:
 
     baseline   the suite runs twice on the working code; tests that pass both times are the
                baseline (the rest, failing or flaky, are left out: `baselines` in the manifest)
@@ -235,6 +237,13 @@ def _parser() -> argparse.ArgumentParser:
         default=3,
         help="with clones: unchanged files added to each code context (default 3)",
     )
+    p.add_argument(
+        "--sites",
+        choices=("covered", "all"),
+        default="covered",
+        help="rules bugs on the lines the baseline's tests execute (covered: its first run measures them "
+        "with coverage.py) or on any line (all)",
+    )
     p.add_argument("--limit", type=int, default=0, help="with --data: use at most this many instances (0 = all)")
     p.add_argument("--overwrite", action="store_true", help="replace a dataset already in --out")
     return p
@@ -280,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, OSError, ValueError) as exc:
         fail(parser.prog, str(exc))
     options = {"per_instance": args.per_source, "combine": args.combine, "seed": args.seed, "operators": operators}
+    options["sites"] = args.sites
     extra = {"near_dup_threshold": args.near_dup_threshold, "relevant_files": args.relevant_files}
     seconds: dict[str, float] = {"sources": time.monotonic() - started}
     if deriver is not None:  # of which deriving the environments: builds and one baseline run each

@@ -18,6 +18,11 @@ repository runs before it has set up:
                  failure), written as it happens to a pipe that the sandbox's PID 1 holds
                  (SWE_RL_REPORT_FD): nothing is left in a file for the tested code to rewrite at
                  exit, and a final {"exit": code} line says the session ended by itself.
+    coverage     when the runner asks (SWE_RL_COVERAGE: the harness's read-only folder holding
+                 coverage.py, reward/execution/coverage.py), the files under the snapshot are
+                 measured while pytest runs and one {"covered": {path: [line, ...]}} line comes
+                 before the end: which lines the tests executed (the injector draws its bugs
+                 there). The host reads it as it reads every line here: as the tested code's.
 
     unittest     with --unittest, unittest's TestResult itself is the recorder (UnittestRecorder:
                  every result class of every runner built on unittest calls up into it), the
@@ -386,6 +391,16 @@ def _probe_from_environment(fd):
     return Probe(files), tests
 
 
+def _hookimpls(caller):
+    """A hook's implementations: `get_hookimpls()` from pluggy 0.10 on; before it (pytest 4.x
+    of 2019 with pluggy 0.8-0.9) the caller's own lists of them."""
+    if caller is None:
+        return []
+    if hasattr(caller, "get_hookimpls"):
+        return caller.get_hookimpls()
+    return list(getattr(caller, "_nonwrappers", [])) + list(getattr(caller, "_wrappers", []))
+
+
 class Recorder:
     """A pytest plugin registered by the harness: every setup/call/teardown and collection
     report, as it happens, and whether pytest's machinery was tampered with."""
@@ -430,7 +445,7 @@ class Recorder:
         hooks = self.config.pluginmanager.hook if self.config is not None else None
         for hook in OUTCOME_HOOKS:
             caller = getattr(hooks, hook, None)
-            for impl in caller.get_hookimpls() if caller is not None else ():
+            for impl in _hookimpls(caller):
                 code = getattr(impl.function, "__code__", None)
                 where = getattr(code, "co_filename", "")
                 if where.startswith(self.roots) and os.path.basename(where) != "conftest.py":
@@ -609,8 +624,42 @@ def run_unittest_script(fd, argv):
     return int(code)
 
 
+def start_coverage(tool):
+    """coverage.py from the harness's read-only tool folder (reward/execution/coverage.py),
+    measuring the files under the working directory (the snapshot), started before any
+    repository code is imported; None when the run is not measured or coverage cannot start
+    (the run goes on without it)."""
+    if not tool:
+        return None
+    sys.path.insert(0, tool)  # first: nothing of the repository's can stand in for it
+    try:
+        import coverage
+
+        cov = coverage.Coverage(data_file="/tmp/.swe-rl-coverage", config_file=False, source=[os.getcwd()])
+        cov.start()
+    except Exception as exc:  # an interpreter this coverage does not support: no lines
+        sys.stderr.write("swe-rl: coverage did not start: " + repr(exc) + "\n")
+        return None
+    finally:
+        sys.path.remove(tool)
+    return cov
+
+
+def emit_coverage(fd, cov):
+    """One {"covered": {path: [line, ...]}} record: the lines run, by path under the snapshot."""
+    cov.stop()
+    data = cov.get_data()
+    root = os.path.join(os.getcwd(), "")
+    covered = {}
+    for name in data.measured_files():
+        if name.startswith(root):
+            covered[name[len(root) :].replace(os.sep, "/")] = sorted(data.lines(name) or [])
+    _emit(fd, {"covered": covered})
+
+
 def main():
     fd = int(os.environ.pop("SWE_RL_REPORT_FD"))
+    tool = os.environ.pop("SWE_RL_COVERAGE", "")
     paths = [p for p in os.environ.pop("SWE_RL_PATH", "").split(os.pathsep) if p]
     if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(sys.path[0] or "."):
         del sys.path[0]  # the harness's own directory
@@ -630,8 +679,11 @@ def main():
     pytest.hookimpl(hookwrapper=True)(Recorder.pytest_runtest_call)  # marks the function in place
     if not recorder.roots:
         recorder.watched = {}
+    cov = start_coverage(tool)
     code = pytest.main(sys.argv[1:], plugins=[recorder])
     recorder.check()
+    if cov is not None:
+        emit_coverage(fd, cov)
     _emit(fd, {"exit": int(code)})
     return int(code)
 

@@ -54,7 +54,9 @@ class PoolCoordinator:
     def __init__(self, cfg: ExecutionConfig) -> None:
         self.cfg = cfg
         self.remote_cls = ray.remote(Runner).options(num_cpus=cfg.num_cpus, max_restarts=0)
-        self.runners: list[Any] = [self.remote_cls.remote(cfg) for _ in range(cfg.num_runners)]
+        # At least one: `num_runners=0` (in-process where a command offers it) would leave a pool
+        # with no runner, and data.validate's and reward.execute's first call waiting forever.
+        self.runners: list[Any] = [self.remote_cls.remote(cfg) for _ in range(max(cfg.num_runners, 1))]
         self.idle: asyncio.Queue[int] | None = None
         self.counters = {
             "test_runs": 0,

@@ -40,6 +40,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from reward.execution.coverage import read_covered
+
 _PHASES = ("setup", "call", "teardown", "collect")
 _OUTCOMES = ("passed", "failed", "skipped")
 
@@ -61,6 +63,8 @@ class Report:
     tampered: str | None = None  # what the recorder found changed in pytest (bootstrap.py)
     probing: bool = False  # whether the recorder watched tests with its probe (bootstrap.Probe)
     probes: dict[str, str] = field(default_factory=dict)  # watched test id -> finding ("" none)
+    # snapshot path -> lines executed, when the run measured them (coverage.py: hostile, bounded)
+    covered: dict[str, frozenset[int]] | None = None
 
 
 def parse(stream: bytes, failure_limit: int = 200) -> Report:
@@ -69,6 +73,7 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
     failures: dict[str, str] = {}
     exit_code, tampered, probing = None, None, False
     probes: dict[str, str] = {}
+    covered: dict[str, frozenset[int]] | None = None
     for number, line in enumerate(stream.splitlines(), start=1):
         if exit_code is not None:
             raise BadReport(f"line {number}: a record after the session's end")
@@ -78,6 +83,14 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
             raise BadReport(f"line {number}: not JSON") from None
         if isinstance(record, dict) and set(record) == {"exit"} and type(record["exit"]) is int:
             exit_code = record["exit"]
+            continue
+        if isinstance(record, dict) and set(record) == {"covered"}:
+            if covered is not None:
+                raise BadReport(f"line {number}: a second coverage record")
+            try:
+                covered = read_covered(record["covered"])
+            except ValueError as exc:
+                raise BadReport(f"line {number}: {exc}") from None
             continue
         if isinstance(record, dict) and set(record) == {"tampered"}:
             tampered = tampered or str(record["tampered"])[:300]
@@ -101,7 +114,7 @@ def parse(stream: bytes, failure_limit: int = 200) -> Report:
             failures.setdefault(test_id, str(record.get("message", ""))[:240] or when)
     outcomes = {test_id: result for test_id, seen in phases.items() if (result := _outcome(seen)) is not None}
     ran = any(when != "collect" for seen in phases.values() for when in seen)
-    return Report(outcomes, failures, exit_code, ran, tampered, probing, probes)
+    return Report(outcomes, failures, exit_code, ran, tampered, probing, probes, covered)
 
 
 def probed(report: Report, watched: tuple[str, ...]) -> None:

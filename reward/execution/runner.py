@@ -57,6 +57,7 @@ failed on the job; the reason says how).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -67,7 +68,8 @@ from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import cgroups, check, sandbox, services
+from reward.execution import cgroups, check, coverage, sandbox, services
+from reward.execution.coverage import Tools
 from reward.execution.environments import (
     Environment,
     EnvironmentFailed,
@@ -80,6 +82,8 @@ from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
 from reward.execution.runners import PROBE_FILE, harness_files, runner_for
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
+
+logger = logging.getLogger(__name__)
 
 HOST_DEMO_SPEC = EnvSpec()  # the demo set's: its own files, the project's interpreter
 
@@ -97,6 +101,9 @@ class TestJob:
     # regression fallback: the repository's own tests that import the edited modules); the test
     # patch then applies only when `test_patch` is set, and `resolved` is None.
     tests: tuple[str, ...] = ()
+    # Measure the lines the tests execute (coverage.py, reward/execution/coverage.py): the
+    # injector's baseline asks, to draw bugs where the tests look; pytest runs only.
+    coverage: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,8 @@ class TestRun:
     failures: dict[str, str] = field(default_factory=dict)  # node id -> first line of its failure (some)
     guarded: tuple[str, ...] = ()  # the candidate's files that were not applied (guard.py)
     uncapped: bool = False  # ran without its memory and pids caps (SWE_RL_LIMITS=best_effort)
+    # snapshot path -> lines the tests executed, when the job asked (empty: not measured)
+    covered: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 def test_files(test_patch: str | None) -> list[str]:
@@ -129,6 +138,26 @@ def labelled_files(instance: Instance) -> list[str]:
     (made instances: data/bugs/repository.py)."""
     ids = [*(instance.fail_to_pass or ()), *(instance.pass_to_pass or ())]
     return sorted({t.split("::", 1)[0] for t in ids if "::" in t and t.split("::", 1)[0].endswith(".py")})
+
+
+def rooted(snapshot: Path, files: list[str]) -> list[str]:
+    """The labelled test files as paths in the snapshot: a pytest id is relative to pytest's
+    rootdir, the repository's root or a folder with its own pytest.ini (rich's tests/: its ids
+    read `test_align.py::...`), so a file not at the root is looked for under such a folder."""
+    inis = sorted(f"{ini.parent.name}/" for ini in snapshot.glob("*/pytest.ini") if _regular(ini))
+    roots = ["", *inis]
+    out = []
+    for name in files:
+        found = next((r + name for r in roots if _regular(snapshot / (r + name))), name)
+        out.append(found)
+    return out
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink()
+    except OSError:
+        return False
 
 
 ENV_MARKS = ("{env}", "{python}")  # what the environment's and the interpreter's prefixes read as in test ids
@@ -198,6 +227,7 @@ class Runner:
         cache = Path(cfg.cache_dir).expanduser().resolve()
         self.envs = Environments(cache / "envs", cfg.build_timeout_s)
         self.snapshots = Snapshots(cache / "snapshots", cfg.repos)
+        self.tools = Tools(cache / "tools", cfg.build_timeout_s)
 
     def ready(self) -> int:
         """The runner's process id, once its node passed the node check (check.py): on a node
@@ -257,7 +287,7 @@ class Runner:
             if not tests and own_tests and not test_patch:
                 # Its labels name the tests, all in the snapshot: their folders are the runner's
                 # whole (a candidate's change to a helper beside them, tests/utils.py, is not applied).
-                tests = labelled_files(inst)
+                tests = rooted(snapshot, labelled_files(inst))
                 owned = (*owned, *sorted({str(PurePosixPath(t).parent) for t in tests} - {"."}))
             roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
             changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, owned)
@@ -276,12 +306,19 @@ class Runner:
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
         watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
         probe = probe_spec(watched, job.patch, test_patch or "", changes)  # a file: the ids may be many
+        ro_paths = env.ro_paths
+        if job.coverage and spec.runner == "pytest":
+            try:
+                tool = str(self.tools.coverage(env.python, spec.python))
+                variables[coverage.ENV_VAR], ro_paths = tool, (*ro_paths, tool)
+            except RuntimeError as exc:  # the run goes on, unmeasured: the injector draws from every line
+                logger.warning("[runner] %s: %s", inst.instance_id, exc)
         start = time.monotonic()
         result = sandbox.run(
             argv,
             snapshot=snapshot,
             changes=changes,
-            ro_paths=env.ro_paths,
+            ro_paths=ro_paths,
             harness_files={**harness_files(), **({PROBE_FILE: probe} if probe else {})},
             env=variables,
             limits=self.limits,
@@ -331,6 +368,7 @@ class Runner:
         outcomes = stable_ids(checked, prefixes)
         why = stable_ids({k: v for k, v in report.failures.items() if k in checked}, prefixes)
         verdict = resolved(inst, outcomes) if own_tests else None
+        done["covered"] = report.covered or {}
         return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from conf.config import ExecutionConfig
+from data.bugs.proof import inject
 from data.bugs.repository import REF_PREFIX, read_source
 from data.fixtures.synthetic import RepoBuilder
 from data.git.commits import commit_files
 from data.loader import read_instances
 from data.schema import Instance
 from reward.execution import sandbox
-from reward.execution.runner import Runner, TestJob, labelled_files
+from reward.execution.runner import Runner, TestJob, TestRun, labelled_files, rooted
 
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(
@@ -98,6 +99,57 @@ def test_read_source_takes_the_code_and_lists_the_tests(tmp_path):
         read_source("acme/calc", repo.path, "nope")
     with pytest.raises(ValueError, match="no Python source"):
         read_source("acme/calc", repo.path, "HEAD", ("src",))
+    # nose's naming (tqdm until 2020: tqdm/tests/tests_*.py), found when no test_*.py is there
+    repo.commit({"tests/test_ops.py": None, "tests/tests_ops.py": TESTS}, "nose")
+    assert read_source("acme/calc", repo.path, "HEAD").tests == ("tests/tests_ops.py",)
+    # the repository's own python_files wins over both
+    repo.commit({"setup.cfg": "[tool:pytest]\npython_files = check_*.py\n", "tests/check_ops.py": TESTS}, "own")
+    assert read_source("acme/calc", repo.path, "HEAD").tests == ("tests/check_ops.py",)
+
+
+# Code no test executes: many mutation sites, none a test can see.
+UNUSED = "".join(
+    f"def unused_{k}(x, y):\n    if x > y:\n        return x - {k}\n    return y + {k}\n\n\n" for k in range(12)
+)
+
+
+class CoveringPool:
+    """Every test passes; a run asked for coverage reports `covered` (what bootstrap.py measures
+    in the sandbox); `asked` keeps each job's (id, coverage) flag."""
+
+    def __init__(self, tests: list[str], covered: dict[str, frozenset[int]]) -> None:
+        self.tests, self.covered, self.asked = tests, covered, []
+
+    def run(self, jobs, what=""):
+        self.asked += [(job.job_id, job.coverage) for job in jobs]
+        outcomes = dict.fromkeys(self.tests, "passed")
+        return [
+            TestRun(job.job_id, job.instance.instance_id, "ok", outcomes, covered=self.covered if job.coverage else {})
+            for job in jobs
+        ]
+
+
+def test_rules_bugs_are_drawn_on_the_lines_the_baselines_tests_executed(tmp_path):
+    repo = _repo(tmp_path / "r")
+    repo.commit({"calc/unused.py": UNUSED}, "code no test runs")
+    source = read_source("acme/calc", repo.path, "HEAD")
+    ops = frozenset(range(4, 18))  # calc/ops.py's function bodies: what the tests run
+    pool = CoveringPool(["tests/test_ops.py::test_add"], {"calc/ops.py": ops, "tests/test_ops.py": frozenset({1})})
+    baselines: dict = {}
+    outcomes = inject([source], pool, per_instance=6, seed=0, baselines_out=baselines)
+    drawn = [m for o in outcomes if o.candidate for m in o.candidate.bug]
+    assert len(drawn) == 6 and {(m.path, m.line in ops) for m in drawn} == {("calc/ops.py", True)}
+    # Only the first baseline run measures (it is slower); bug runs never do.
+    assert [a for a in pool.asked if a[1]] == [("0/base/0", True)]
+    assert baselines[source.instance.instance_id]["covered_lines"] == len(ops) + 1
+    # Nothing measured (an interpreter coverage.py does not support): every site may be drawn.
+    unmeasured = inject([source], CoveringPool(["t"], {}), per_instance=6, seed=0)
+    assert {m.path for o in unmeasured if o.candidate for m in o.candidate.bug} == {"calc/ops.py", "calc/unused.py"}
+    # --sites all: no run measures, any line is drawn (as before the coverage run).
+    anywhere = CoveringPool(["t"], {"calc/ops.py": ops})
+    drawn_all = inject([source], anywhere, per_instance=6, seed=0, sites="all")
+    assert not any(flag for _, flag in anywhere.asked)
+    assert {m.path for o in drawn_all if o.candidate for m in o.candidate.bug} == {"calc/ops.py", "calc/unused.py"}
 
 
 def test_an_instance_without_a_test_patch_runs_the_files_its_labels_name():
@@ -114,6 +166,15 @@ def test_an_instance_without_a_test_patch_runs_the_files_its_labels_name():
         pass_to_pass=("tests/sub/test_b.py::T::test_y", "odd id"),
     )
     assert labelled_files(inst) == ["tests/sub/test_b.py", "tests/test_a.py"]
+
+
+def test_labels_relative_to_a_tests_folders_own_pytest_ini_name_files_under_it(tmp_path):
+    # rich's tests/pytest.ini makes tests/ pytest's rootdir: its ids read test_align.py::...
+    (tmp_path / "tests").mkdir()
+    for name in ("tests/pytest.ini", "tests/test_align.py", "test_root.py"):
+        (tmp_path / name).write_text("")
+    found = rooted(tmp_path, ["test_align.py", "test_root.py", "test_gone.py"])
+    assert found == ["tests/test_align.py", "test_root.py", "test_gone.py"]
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +197,11 @@ def test_bugs_in_a_repository_at_a_commit_become_instances_that_resolve(injected
     head = repo.git("rev-parse", "HEAD")
     assert manifest["commit"] == {"acme/calc": head} and manifest["candidates"] == 4
     (baseline,) = manifest["baselines"].values()
-    assert baseline == {"passing": 3, "left_out": 0}
+    assert (baseline["passing"], baseline["left_out"]) == (3, 0)
+    if (cache / "tools" / "coverage-host").is_dir():  # uv installed coverage.py (it needs the index once)
+        assert baseline["covered_lines"] >= 11  # calc/ops.py's 11 lines the tests run, measured in the sandbox
+    else:  # no index here: the run went on unmeasured and the draw took every line
+        assert baseline["covered_lines"] == 0
     kept = list(read_instances(str(out), 0))
     assert kept and len(kept) == manifest["kept"]
     runner = Runner(ExecutionConfig(cache_dir=str(cache), wall_s=10.0, repos=[f"acme/calc={repo.path}"]))

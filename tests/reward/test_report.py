@@ -51,11 +51,39 @@ def test_a_test_outcome_is_the_worst_of_its_phases() -> None:
         (stream({"id": "t.py::x", "when": "call", "outcome": "won"}), "not a test report"),
         (stream(*phases("t.py::x", call="passed"), *phases("t.py::x", call="passed")), "its call twice"),
         (stream({"exit": 0}, *phases("t.py::x", call="passed")), "after the session's end"),
+        # The coverage record is the tested code's to write: only safe paths and line numbers.
+        (stream({"covered": {"../etc/passwd": [1]}}), "not a relative path inside the snapshot"),
+        (stream({"covered": {"/testbed/a.py": [1]}}), "not a relative path inside the snapshot"),
+        (stream({"covered": {"a.py": ["1"]}}), "not a list of line numbers"),
+        (stream({"covered": {"a.py": [-1]}}), "not a list of line numbers"),
+        (stream({"covered": [1, 2]}), "not a map"),
+        (stream({"covered": {}}, {"covered": {}}), "a second coverage record"),
     ],
 )
 def test_a_stream_the_recorder_does_not_write_is_a_bad_report(data: bytes, why: str) -> None:
     with pytest.raises(BadReport, match=why):
         parse(data)
+
+
+def test_the_coverage_record_gives_each_files_executed_lines() -> None:
+    covered = {"pkg/a.py": [1, 2, 5], "pkg/__init__.py": [0]}  # line 0: an empty module
+    report = parse(stream(*phases("t.py::ok", call="passed"), {"covered": covered}, {"exit": 0}))
+    assert report.covered == {"pkg/a.py": frozenset({1, 2, 5}), "pkg/__init__.py": frozenset()}
+    assert parse(stream({"exit": 0})).covered is None
+
+
+def test_the_recorder_finds_hook_implementations_with_the_pluggy_of_2019() -> None:
+    from reward.execution import bootstrap  # the sandbox's script, standard library only
+
+    class Old:  # pluggy 0.8 (pytest 4.2): no get_hookimpls, the two lists
+        _nonwrappers, _wrappers = ["a"], ["b"]
+
+    class New:
+        def get_hookimpls(self) -> list[str]:
+            return ["c"]
+
+    assert bootstrap._hookimpls(Old()) == ["a", "b"] and bootstrap._hookimpls(New()) == ["c"]
+    assert bootstrap._hookimpls(None) == []
 
 
 @pytest.fixture
