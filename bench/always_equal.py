@@ -1,4 +1,4 @@
-"""False alarms of the always-equal probe (reward/execution/bootstrap.Probe) on gold patches.
+"""False alarms of the always-equal probe (reward/execution/bootstrap.EqualityProbe) on gold patches.
 
     python bench/always_equal.py [--instances demo] [--instances DIR ...] [--git owner/name=CLONE ...]
         [--cache-dir DIR] [--limit N]

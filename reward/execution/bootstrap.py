@@ -37,7 +37,7 @@ repository runs before it has set up:
 
     the probe    for the tests named in probe.json beside this file (the instance's
                  FAIL_TO_PASS) and the candidate's files it names, a `{"probing": n}` line first; then, while each
-                 such test's call runs, a profile function (Probe) questions every value a
+                 such test's call runs, a profile function (EqualityProbe) questions every value a
                  function of the candidate's files returns, and the `self` of its comparison
                  methods, when that value's class is the candidate's (defined in its files, or
                  its `__eq__`/`__ne__` is): equal to a fresh `object()`, to an instance of a
@@ -244,7 +244,7 @@ CONTAINERS = frozenset(id(t) for t in (list, tuple, set, frozenset, dict))
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
 
 
-class Probe:
+class EqualityProbe:
     """Questions the values a passing FAIL_TO_PASS test can have compared: what the candidate's
     code returns during the test's call, and the `self` of its comparison methods (a profile
     function's "return" and "call" events for code in the candidate's files). A value whose
@@ -376,7 +376,7 @@ def _name(kind):
 
 
 def _probe_from_environment(fd):
-    """The Probe of the candidate's files and the test ids it watches, read from the harness's
+    """The EqualityProbe of the candidate's files and the test ids it watches, read from the harness's
     probe.json beside this file, with the `{"probing": n}` line written; (None, empty) when the
     run has no such file (nothing to probe)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.json")
@@ -388,7 +388,7 @@ def _probe_from_environment(fd):
     if not tests or not files:
         return None, frozenset()
     _emit(fd, {"probing": len(tests)})
-    return Probe(files), tests
+    return EqualityProbe(files), tests
 
 
 def _hookimpls(caller):
@@ -633,7 +633,7 @@ def start_coverage(tool):
         return None
     sys.path.insert(0, tool)  # first: nothing of the repository's can stand in for it
     try:
-        import coverage
+        import coverage  # from the tool folder alone, and only in a measured run
 
         cov = coverage.Coverage(data_file="/tmp/.swe-rl-coverage", config_file=False, source=[os.getcwd()])
         cov.start()

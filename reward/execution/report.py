@@ -26,7 +26,7 @@ id is its runner's name for it (`test_x (pkg.mod.Case)`, or its docstring's firs
 which no test ran at all (a collection error interrupts pytest before the first) is not
 checked: with no test passed, it cannot resolve anything.
 
-The probe (bootstrap.Probe): a recorder told which tests to watch writes `{"probing": n}` before
+The probe (bootstrap.EqualityProbe): a recorder told which tests to watch writes `{"probing": n}` before
 any repository code runs, then `{"probe": id, "found": why}` at the end of each watched test's
 call ("" when it found nothing). `probed` turns that into a verdict: a watched test that passed
 with a finding, or with no probe line at all while the recorder said it was probing (the line
@@ -61,7 +61,7 @@ class Report:
     exit_code: int | None = None  # pytest's; None when the session did not end by itself
     ran: bool = False  # whether any test reached its setup (a collection error interrupts first)
     tampered: str | None = None  # what the recorder found changed in pytest (bootstrap.py)
-    probing: bool = False  # whether the recorder watched tests with its probe (bootstrap.Probe)
+    probing: bool = False  # whether the recorder watched tests with its probe (bootstrap.EqualityProbe)
     probes: dict[str, str] = field(default_factory=dict)  # watched test id -> finding ("" none)
     # snapshot path -> lines executed, when the run measured them (coverage.py: hostile, bounded)
     covered: dict[str, frozenset[int]] | None = None

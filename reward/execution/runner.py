@@ -34,7 +34,7 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
                     to the recorder as a harness file (PROBE_FILE); a FAIL_TO_PASS test that
                     passed while comparing a value of the candidate's that equals fresh
                     sentinels (an always-equal object), or without its probe line, is
-                    "tampered" (bootstrap.Probe, report.probed)
+                    "tampered" (bootstrap.EqualityProbe, report.probed)
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -187,7 +187,7 @@ def unstable_ids(ids: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[str, 
 
 
 def probe_spec(watched: tuple[str, ...], candidate: str, test_patch: str, changes: dict[str, str | None]) -> str:
-    """bootstrap.Probe's PROBE_FILE: the tests to watch and the candidate's Python files as
+    """bootstrap.EqualityProbe's PROBE_FILE: the tests to watch and the candidate's Python files as
     applied (not its guarded files, nor those the test patch replaced: those are the base
     commit's and the dataset's). "" when either is empty: nothing to probe."""
     theirs = {fp.new_path for fp in parse_patch(candidate) if fp.new_path and fp.new_path.endswith(".py")}

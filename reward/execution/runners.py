@@ -41,7 +41,7 @@ from reward.execution.sandbox import HARNESS_DIR
 # Where the test process finds the harness's bootstrap.py: a read-only copy in the sandbox's
 # own root (harness_files), not a bind of the checkout's file, so no checkout path shows inside.
 BOOTSTRAP = f"{HARNESS_DIR}/bootstrap.py"
-# The probe's watch list beside it (bootstrap.Probe), for runs that have one.
+# The probe's watch list beside it (bootstrap.EqualityProbe), for runs that have one.
 PROBE_FILE = "probe.json"
 # `-s`: no user site; `-B`: no bytecode written into the overlay (bootstrap.py says why).
 _PYTHON_FLAGS = ("-s", "-B")

@@ -1,7 +1,7 @@
 """Always-equal and friends: a candidate whose code returns an object that compares equal to
 anything passes weak `==` tests. Each test is a candidate that leaves demo__calspan-3's bug
 (add_months raises on Jan 31 + 1 month) and returns such an object where the real code raises;
-the recorder's probe (bootstrap.Probe) must make the run `tampered`. The gold patch, under every
+the recorder's probe (bootstrap.EqualityProbe) must make the run `tampered`. The gold patch, under every
 assertion style used here, must still resolve (no false alarm).
 """
 

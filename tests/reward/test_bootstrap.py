@@ -18,7 +18,7 @@ import pytest
 
 from data.validate import NETWORK_ERROR
 from reward.execution import bootstrap
-from reward.execution.bootstrap import Probe
+from reward.execution.bootstrap import EqualityProbe
 
 TESTS = """
 import sys
@@ -117,7 +117,7 @@ class Yes:
 
 
 def finding(value: object, mine: bool = True) -> str:
-    probe = Probe([__file__] if mine else [])
+    probe = EqualityProbe([__file__] if mine else [])
     probe.question(value)
     return probe.found
 
@@ -133,7 +133,7 @@ def test_an_always_equal_value_is_a_finding_only_when_its_class_is_the_candidate
 
 
 def test_the_probe_switched_off_or_toggled_during_a_test_is_a_finding() -> None:
-    probe = Probe([__file__])
+    probe = EqualityProbe([__file__])
     probe.start()
     sys.setprofile(None)  # the guard: noted, and done
     assert sys.getprofile() is None

@@ -347,7 +347,7 @@ def spec_of(inst: Instance) -> EnvSpec:
 
 
 def test_an_always_equal_value_under_the_unittest_runner_is_tampered(runner):
-    """The probe (bootstrap.Probe) watches the FAIL_TO_PASS test from startTest to stopTest."""
+    """The probe (bootstrap.EqualityProbe) watches the FAIL_TO_PASS test from startTest to stopTest."""
     forged = (
         "class Yes:\n    __eq__ = lambda self, other: True\n    __hash__ = object.__hash__\n\n\n"
         "def add(a, b):\n    return a + b if b >= 0 else Yes()\n"
