@@ -18,10 +18,11 @@ It fails at a stage:
                   passing
 
 After a baseline whose tests could not import a package, the candidates of the same requirement
-set go last (another interpreter would miss the package too). The first attempt whose baseline
-counts is chosen; when none does, the one with the most passing
-tests (its baseline fails later, with its reason, as before). At most `limit` attempts (each
-costs a build and a run).
+set go last (another interpreter would miss the package too); after a failed build of the
+snapshot itself, those of the same interpreter. The first attempt whose baseline counts is
+chosen; when none does, the one with the most passing tests (its baseline fails later, with its
+reason, as before). At most `limit` baselines run (each may cost a wall clock) among at most
+twice as many candidates (one that fails to build costs seconds).
 
 The record (Derivation.record: the repository, commit, chosen interpreter and requirement set,
 the test command, every attempt with its error's first lines and seconds, the baseline's counts,
@@ -44,13 +45,14 @@ from typing import Any
 from conf.config import ExecutionConfig
 from conf.io import write_text
 from data.schema import Instance
+from reward.execution import environments
 from reward.execution.environments import EnvSpec, derive_candidates
 from reward.execution.runner import Runner, TestJob
 from reward.execution.testcommand import TestCommand, own_command
 
 log = logging.getLogger(__name__)
 
-ATTEMPTS = 4  # candidates tried per derivation, at most
+ATTEMPTS = 4  # baselines run per derivation, at most: each may cost a whole wall clock
 RECORDS = "_environments.json"  # beside a command's _manifest.json
 # The stage at which a run of each status failed (any other: the baseline's).
 STAGES = {"no_interpreter": "interpreter", "env_failed": "build", "error": "build", "no_snapshot": "snapshot"}
@@ -132,15 +134,20 @@ def unusable(counts: dict[str, int], need_passing: bool = True) -> str | None:
 
 
 # A baseline whose tests could not import a package: its requirement set lacks it.
+OWN_BUILD = environments.SNAPSHOT_BUILD  # the error of a failed build of the snapshot itself
 _MISSING = re.compile(r"ModuleNotFoundError|No module named|ImportError")
 
 
 def reordered(pending: Sequence[tuple[str, EnvSpec]], failed: Attempt) -> list[tuple[str, EnvSpec]]:
-    """The candidates left after `failed`, those of its requirement set last when its tests could
-    not import a package (another interpreter would miss it too: rich's tox set lacked attrs)."""
-    if failed.stage != "baseline" or not _MISSING.search(failed.error):
-        return list(pending)
-    return [c for c in pending if c[0] != failed.requirements] + [c for c in pending if c[0] == failed.requirements]
+    """The candidates left after `failed`: those of its requirement set last when its tests could
+    not import a package (another interpreter would miss it too: rich's tox set lacked attrs);
+    those of its interpreter last when the snapshot's own build failed (the build backend of that
+    interpreter's date, whatever the set: jsonschema 3.2.0's on 3.7 and 3.6)."""
+    if failed.stage == "baseline" and _MISSING.search(failed.error):
+        return sorted(pending, key=lambda c: c[0] == failed.requirements)  # stable: the rest keep their order
+    if failed.stage == "build" and OWN_BUILD in failed.error:
+        return sorted(pending, key=lambda c: c[1].python == failed.python)
+    return list(pending)
 
 
 def select_tests(tests: Sequence[str], paths: Sequence[str]) -> tuple[str, ...]:
@@ -159,6 +166,10 @@ class Deriver:
 
     def __init__(self, cfg: ExecutionConfig, limit: int = ATTEMPTS, need_passing: bool = True) -> None:
         self.runner, self.limit, self.need_passing = Runner(cfg), limit, need_passing
+        # Candidates considered: one that fails to build costs seconds and no baseline, so more
+        # are tried than baselines run (jsonschema 3.2.0 of 2019-11: its own build fails on the
+        # 3.7 and 3.6 of its date, with every requirement set, before 3.10's date builds it).
+        self.candidates = 2 * limit
         self.derivations: list[Derivation] = []
 
     def derive(self, instance: Instance, snapshot: Path, tests: Sequence[str] = ()) -> Derivation:
@@ -167,11 +178,13 @@ class Deriver:
         instance's own tests (its test patch's files)."""
         command = own_command(snapshot)
         chosen_tests = select_tests(tests, command.paths)
-        candidates = derive_candidates(snapshot, instance.created_at, instance.repo, self.limit)
+        candidates = derive_candidates(snapshot, instance.created_at, instance.repo, self.candidates)
         attempts: list[Attempt] = []
         found: tuple[str, EnvSpec] | None = None
         pending = list(candidates)
         for k in range(len(candidates)):
+            if sum(a.stage in ("baseline", "ok") for a in attempts) >= self.limit:
+                break
             name, spec = pending.pop(0)
             attempt = self._attempt(instance, spec, name, chosen_tests, k)
             attempts.append(attempt)

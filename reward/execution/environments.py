@@ -183,6 +183,8 @@ GENERATED, _GENERATED_MAX, _GENERATED_BYTES = "generated.json", 20, 64 << 10
 # environment, what a compiled module's name ends with, and the bounds on what is kept of them.
 COMPILED, _EXTENSION_SUFFIXES = "compiled", (".so",)
 _PRODUCTS_FILES, _PRODUCTS_BYTES = 5000, 1 << 30
+# What a failed build of the snapshot itself says (derivation.py: the interpreter's, not the set's).
+SNAPSHOT_BUILD = "build the snapshot (in the sandbox)"
 # The .pth file that puts the snapshot's folders on the path of the tests' own subprocesses.
 IMPORT_PATH = "_swe_rl_snapshot.pth"
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
@@ -480,7 +482,7 @@ class Environments:
         own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
         pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
         ro = (str(venv), _base_prefix(python))
-        self._sandboxed(pip, snapshot, ro, out, "build the snapshot (in the sandbox)", spec.version)
+        self._sandboxed(pip, snapshot, ro, out, SNAPSHOT_BUILD, spec.version)
         return ro
 
     def _sandboxed(

@@ -57,6 +57,32 @@ def test_after_a_missing_module_the_next_set_comes_before_the_next_interpreter()
     assert reordered(pending, built) == pending
 
 
+def test_after_the_snapshots_own_build_failed_the_next_interpreter_comes_first():
+    on = lambda version: environments.EnvSpec(python=version)  # noqa: E731
+    pending = [("none", on("3.7")), ("tox:testenv", on("3.8")), ("none", on("3.8"))]
+    failed = Attempt("3.7", "tox:testenv", "build", f"env_failed: {environments.SNAPSHOT_BUILD} failed:\n  LookupError")
+    assert [(n, s.python) for n, s in reordered(pending, failed)] == [
+        ("tox:testenv", "3.8"),
+        ("none", "3.8"),
+        ("none", "3.7"),
+    ]
+
+
+def test_candidates_that_fail_to_build_do_not_use_up_the_baselines(tmp_path, monkeypatch):
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.9", "3.10", "3.11"))
+    repo = _widget(tmp_path / "widget")
+    entry = f"acme/widget={repo.path}"
+    cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
+    deriver = Deriver(cfg, limit=1)
+    runs = iter(
+        [TestRun("j", "x", "env_failed", reason="resolution failed"), TestRun("j", "x", "ok", {"t::a": "passed"})]
+    )
+    deriver.runner.run = lambda job: next(runs)  # type: ignore[method-assign]
+    git_sources([entry], "HEAD", (), cfg, "derive", deriver)
+    (derived,) = deriver.derivations
+    assert derived.ok and [a.stage for a in derived.attempts] == ["build", "ok"]
+
+
 def _widget(path: Path, extra: dict[str, str] | None = None) -> RepoBuilder:
     """A src-layout project whose pip-compiled test requirements were resolved with Python 3.12,
     one of them installable on 3.11 only (its marker), with a tox test command that deselects
