@@ -239,7 +239,12 @@ def write_records(out: Path, derivations: Sequence[Derivation]) -> None:
 
 
 def _lines(text: str) -> str:
-    return "\n".join(text.strip().splitlines()[:_ERROR_LINES])[:_ERROR_CHARS]
+    """An error for the record: its first line (what failed) and its last ones, where a
+    traceback's exception and a resolver's cause are, within _ERROR_LINES and _ERROR_CHARS."""
+    lines = text.strip().splitlines()
+    if len(lines) > _ERROR_LINES:
+        lines = [lines[0], "...", *lines[-(_ERROR_LINES - 2) :]]
+    return "\n".join(line[: _ERROR_CHARS // len(lines)] for line in lines)
 
 
 def _first(text: str) -> str:

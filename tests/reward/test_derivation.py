@@ -57,6 +57,16 @@ def test_after_a_missing_module_the_next_set_comes_before_the_next_interpreter()
     assert reordered(pending, built) == pending
 
 
+def test_an_attempts_error_keeps_what_failed_and_how_it_ended():
+    trace = "\n".join(
+        ["env_failed: build the snapshot failed:", *(f"  frame {i}" for i in range(20)), "LookupError: no version"]
+    )
+    kept = derivation._lines(trace).splitlines()
+    assert kept[0] == "env_failed: build the snapshot failed:" and kept[1] == "..."
+    assert kept[-1] == "LookupError: no version" and len(kept) == derivation._ERROR_LINES
+    assert derivation._lines("x" * 2000) == "x" * derivation._ERROR_CHARS
+
+
 def test_after_the_snapshots_own_build_failed_the_next_interpreter_comes_first():
     on = lambda version: environments.EnvSpec(python=version)  # noqa: E731
     pending = [("none", on("3.7")), ("tox:testenv", on("3.8")), ("none", on("3.8"))]
