@@ -194,9 +194,10 @@ class Deriver:
             if attempt.stage == "ok":
                 found = (name, spec)
                 break
-            if attempt.stage == "snapshot" or attempt.error.startswith("timeout"):
-                # The commit cannot be checked out, or the suite ran out of its wall clock (it
-                # would again on every other candidate, each costing that much): no more tries.
+            if attempt.stage == "snapshot" or attempt.error.startswith(("timeout", "no_tests")):
+                # The commit cannot be checked out, the suite ran out of its wall clock (it would
+                # again on every other candidate, each costing that much), or there is no test
+                # to run (no test patch, no test module: no candidate changes that): no more tries.
                 break
             pending = reordered(pending, attempt)
         if found is None:

@@ -57,6 +57,18 @@ def test_after_a_missing_module_the_next_set_comes_before_the_next_interpreter()
     assert reordered(pending, built) == pending
 
 
+def test_an_instance_with_no_test_to_run_is_tried_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.9", "3.10", "3.11"))
+    repo = _widget(tmp_path / "widget")
+    entry = f"acme/widget={repo.path}"
+    cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry])
+    deriver = Deriver(cfg)
+    deriver.runner.run = lambda job: TestRun(job.job_id, "x", "no_tests", reason="the instance has no test patch")  # type: ignore[method-assign]
+    git_sources([entry], "HEAD", (), cfg, "derive", deriver)
+    (derived,) = deriver.derivations
+    assert [a.error for a in derived.attempts] == ["no_tests: the instance has no test patch"]
+
+
 def test_an_attempts_error_keeps_what_failed_and_how_it_ended():
     trace = "\n".join(
         ["env_failed: build the snapshot failed:", *(f"  frame {i}" for i in range(20)), "LookupError: no version"]
