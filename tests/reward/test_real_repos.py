@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from data.build import BuildConfig, resolve_sources
-from data.fixtures.synthetic import RepoBuilder
+from data.fixtures.synthetic import RepoBuilder, write_tree
 from data.git.repo import parse_clone
 from data.loader import read_instances
 from data.schema import Instance
@@ -33,13 +33,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 MIRRORS = Path(os.environ.get("SWE_RL_MIRRORS", ROOT.parent / ".mirror"))
 DEV_ROWS = DATA / "swebench_dev_rows.json"
-
-
-def _project(tmp_path: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    return tmp_path
 
 
 @pytest.fixture
@@ -76,7 +69,7 @@ def test_derive_spec_reads_what_a_synthetic_repository_declares(tmp_path, here):
 
 
 def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_time(tmp_path, here):
-    snapshot = _project(tmp_path, {"setup.py": "setup(name='old')\n", "old.py": ""})
+    snapshot = write_tree(tmp_path, {"setup.py": "setup(name='old')\n", "old.py": ""})
     spec = derive_spec(snapshot, "2021-12-24T00:00:00Z", "acme/old")
     # 3.10 was out 81 days then: the newest out for candidates.MATURE_DAYS comes first.
     assert (spec.python, spec.requirements, spec.pythonpath, spec.extras) == ("3.9", ("pytest",), (".",), ())
@@ -88,7 +81,7 @@ def test_derive_spec_without_python_requires_takes_the_python_of_the_commits_tim
 
 def test_a_project_whose_tests_download_their_data_gets_the_data_package_undated(tmp_path, here, monkeypatch):
     spec = derive_spec(
-        _project(tmp_path, {"setup.py": "setup(name='pydicom')\n"}), "2021-08-04T15:22:07Z", "pydicom/pydicom"
+        write_tree(tmp_path, {"setup.py": "setup(name='pydicom')\n"}), "2021-08-04T15:22:07Z", "pydicom/pydicom"
     )
     assert spec.undated == ("pydicom-data",) and spec.exclude_newer == "2021-08-04T15:22:07Z"
     assert EnvSpec.from_json(spec.to_json()) == spec
@@ -199,7 +192,7 @@ def test_test_ids_name_the_environment_the_same_way_on_every_node():
 
 
 def test_derive_spec_of_a_tree_without_a_project_installs_nothing(tmp_path, here):
-    spec = derive_spec(_project(tmp_path, {"lib.py": "", "test_lib.py": ""}), None, "acme/lib")
+    spec = derive_spec(write_tree(tmp_path, {"lib.py": "", "test_lib.py": ""}), None, "acme/lib")
     assert (spec.install, spec.requirements, spec.exclude_newer, spec.python) == ("none", ("pytest",), None, "3.9")
 
 
@@ -281,7 +274,7 @@ def test_with_loopback_a_local_server_works_and_the_hosts_loopback_stays_unreach
 
 
 def test_derive_spec_gives_the_loopback_to_suites_with_a_local_server(tmp_path, here):
-    snapshot = _project(tmp_path, {"setup.py": "", "requirements-dev.txt": "pytest-httpbin==2.1.0\n"})
+    snapshot = write_tree(tmp_path, {"setup.py": "", "requirements-dev.txt": "pytest-httpbin==2.1.0\n"})
     assert derive_spec(snapshot, None, "acme/served").network == "loopback"
     (tmp_path / "requirements-dev.txt").write_text("pytest\n")
     assert derive_spec(snapshot, None, "acme/served").network == "none"

@@ -3,18 +3,10 @@ harness passes on, read from tox, nox, a Makefile, CI workflows and pytest's con
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from data.fixtures.synthetic import write_tree
 from reward.execution import testcommand
 from reward.execution.runners import BOOTSTRAP, PYTEST_ARGS, runner_for
 from reward.execution.testcommand import TestCommand, own_command, vet
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 def test_only_options_that_keep_the_harness_in_control_are_passed_on():
@@ -38,17 +30,17 @@ def test_only_options_that_keep_the_harness_in_control_are_passed_on():
 
 
 def test_the_command_is_read_from_tox_then_nox_then_a_makefile_then_ci(tmp_path):
-    tox = _write(
+    tox = write_tree(
         tmp_path / "tox",
         {"tox.ini": "[testenv]\ncommands =\n    python -m pytest -W error tests {posargs}\n", "tests/t.py": ""},
     )
     assert own_command(tox) == TestCommand("tox", ("-W", "error"), ("tests",), ())
-    nox = _write(
+    nox = write_tree(
         tmp_path / "nox",
         {"noxfile.py": 'def t(session):\n    session.run("pytest", "-m", "not slow", "src/")\n', "src/x.py": ""},
     )
     assert own_command(nox) == TestCommand("noxfile.py", ("-m", "not slow"), ("src",), ())
-    make = _write(
+    make = write_tree(
         tmp_path / "make",
         {"Makefile": "lint:\n\truff .\ntest:\n\t@coverage run -m pytest -x testing\n", "testing/t.py": ""},
     )
@@ -56,15 +48,15 @@ def test_the_command_is_read_from_tox_then_nox_then_a_makefile_then_ci(tmp_path)
     ci = {
         ".github/workflows/ci.yml": "steps:\n  - run: pip install -e .\n  - run: cd . && pipenv run pytest --import-mode=append t\n"
     }
-    assert own_command(_write(tmp_path / "ci", {**ci, "t/x.py": ""})).args == ("--import-mode=append",)
+    assert own_command(write_tree(tmp_path / "ci", {**ci, "t/x.py": ""})).args == ("--import-mode=append",)
     # A path the snapshot does not have, or above it, selects nothing: pytest's testpaths then.
     cfg = {
         "tox.ini": "[testenv]\ncommands = pytest ../elsewhere\n",
         "setup.cfg": "[tool:pytest]\ntestpaths = tests docs\n",
     }
-    assert own_command(_write(tmp_path / "cfg", {**cfg, "tests/t.py": ""})).paths == ("tests",)
+    assert own_command(write_tree(tmp_path / "cfg", {**cfg, "tests/t.py": ""})).paths == ("tests",)
     pyproject = '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
-    assert testcommand.testpaths(_write(tmp_path / "pp", {"pyproject.toml": pyproject})) == ["tests"]
+    assert testcommand.testpaths(write_tree(tmp_path / "pp", {"pyproject.toml": pyproject})) == ["tests"]
     assert own_command(tmp_path / "nothing") == TestCommand()
 
 
