@@ -113,7 +113,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from conf.io import locked
-from reward.execution import candidates, declared, identity, repos, sandbox, testcommand
+from reward.execution import candidates, declared, identity, node, repos, sandbox, testcommand
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed_for
 from reward.execution.runners import RUNNERS, runner_for
 
@@ -243,10 +243,21 @@ class EnvSpec:
     build_requires: bool = True
     runner: str = "pytest"  # a runners.RUNNERS name: the suite's test command, not part of the build
     runner_args: tuple[str, ...] = ()  # the runner's options for this version (django: --settings=test_sqlite ...)
+    # A JavaScript/TypeScript environment's Node version ("20", "18.19.0", "host"; node.py);
+    # None: a Python one. With it, `install` is "lock" (the lock file's dependencies) or "none".
+    node: str | None = None
 
     def __post_init__(self) -> None:
         if self.runner not in RUNNERS:
             raise ValueError(f"environment: runner {self.runner!r} is not one of {sorted(RUNNERS.names())}")
+        language = runner_for(self.runner).language
+        if (self.node is not None) != (language == "javascript"):
+            need = "a node version" if language == "javascript" else "no node version"
+            raise ValueError(f"environment: runner {self.runner!r} ({language}) takes {need}, got node={self.node!r}")
+        if self.node is not None and (self.install not in ("lock", "none") or self.python != "host"):
+            raise ValueError(f"environment: node={self.node!r} takes install 'lock' or 'none' and no python")
+        if self.node is None and self.install == "lock":
+            raise ValueError("environment: install 'lock' is a JavaScript environment's: it needs `node`")
 
     @classmethod
     def from_json(cls, text: str | None) -> EnvSpec | None:
@@ -277,7 +288,7 @@ class EnvSpec:
         fields = asdict(self)
         if self.runner == "pytest" and not self.runner_args:
             del fields["runner"], fields["runner_args"]
-        for name in ("services", "version"):
+        for name in ("services", "version", "node"):
             if not fields[name]:
                 del fields[name]
         if self.build_requires:  # the default: specs written before the field read and hash as before
@@ -349,6 +360,7 @@ class Environments:
         self.builds = 0  # environments this process built (the rest came from the cache)
         self._ready: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {}  # key -> (ro_paths, generated)
         self._moved: dict[str, dict[str, str]] = {}  # python -> {pin without a wheel: its line, wheels only}
+        self.toolchains = node.Toolchains(root.parent / "tools" / "node", build_timeout_s)  # JavaScript's (node.py)
 
     def key(self, spec: EnvSpec, snapshot: Path | None) -> str:
         h = hashlib.sha256(spec.build_json().encode() + BUILD_VERSION)
@@ -359,6 +371,8 @@ class Environments:
         return h.hexdigest()[:16]
 
     def ensure(self, spec: EnvSpec, snapshot: Path | None = None) -> Environment:
+        if spec.node is not None:
+            return self._ensure_node(spec, snapshot)
         variables = _sandbox_vars(spec)
         if spec.python == "host":
             if spec.requirements or spec.install != "none":
@@ -389,6 +403,59 @@ class Environments:
             layers = (str(self._products(spec, snapshot, key, target)),)
             built += time.monotonic() - start
         return Environment(str(python), ro, variables, key, built, generated, layers)
+
+    def _ensure_node(self, spec: EnvSpec, snapshot: Path | None) -> Environment:
+        """A JavaScript environment (node.py): the toolchain, and the lock file's node_modules
+        laid over the snapshot, built once per (package.json and lock file, toolchain)."""
+        binary, version = self.toolchains.find(spec.node or "host")
+        key = node.cache_key(spec.build_json() + version, snapshot if spec.install == "lock" else None)
+        target = self.root / key
+        built = 0.0
+        if not (target / node.RECORD).is_file():
+            with locked(target):
+                if not (target / node.RECORD).is_file():  # built by another runner meanwhile
+                    start = time.monotonic()
+                    tmp = target.with_name(f".{target.name}.tmp")
+                    try:
+                        self._build_node(spec, snapshot, binary, version, tmp)
+                        os.replace(tmp, target)
+                    except BaseException:
+                        shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing on disk
+                        raise
+                    self.builds += 1
+                    built = time.monotonic() - start
+        toolchain = str(Path(binary).parent.parent)
+        ro = () if toolchain == "/usr" else (toolchain,)  # the system's node is in the sandbox's /usr
+        layers = (str(target / node.LAYER),) if spec.install == "lock" else ()
+        return Environment(binary, ro, node.run_variables(binary), key, built, {}, layers)
+
+    def _build_node(self, spec: EnvSpec, snapshot: Path | None, binary: str, version: str, tmp: Path) -> None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        layer = tmp / node.LAYER
+        layer.mkdir(parents=True)
+        tool = "none"
+        if spec.install == "lock":
+            if snapshot is None:
+                raise EnvironmentFailed("install=lock needs the snapshot")
+            tools = self.root.parent / "tools"
+            try:
+                tool = node.host_install(snapshot, layer, spec.exclude_newer, tools, self.build_timeout_s)
+            except RuntimeError as exc:
+                raise EnvironmentFailed(f"install the dependencies (on the host, scripts off): {exc}") from None
+            toolchain = Path(binary).parent.parent
+            try:
+                node.sandboxed_rebuild(binary, layer, () if str(toolchain) == "/usr" else (str(toolchain),),
+                                       self.build_timeout_s)  # fmt: skip
+            except RuntimeError as exc:
+                raise EnvironmentFailed(f"{node.REBUILD}: {exc}") from None
+            # The manifests copied for the host step go: the runs read the snapshot's own.
+            for path in sorted(layer.rglob("*"), reverse=True):
+                if path.is_file() and not path.is_symlink() and "node_modules" not in path.relative_to(layer).parts:
+                    path.unlink()
+        (tmp / node.RECORD).write_text(json.dumps({"node": binary, "version": version, "tool": tool}))
+        for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
 
     def products_path(self, key: str, snapshot: Path) -> Path:
         """Where the compiled modules of `snapshot` built in environment `key` live: one folder

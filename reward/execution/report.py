@@ -238,6 +238,57 @@ class Canaries:
                 expected[f"{bad} ({dotted}.{case}"] = "failed"
         return cls(path, expected, helper, source, helper_source, dotted)
 
+    @classmethod
+    def javascript(cls, tests: list[str], style: str, suffix: str, runner_args: tuple[str, ...] = ()) -> Canaries:
+        """The canaries of a JavaScript runner (runners.JavaScriptRunner): a test file named
+        `c<token><suffix>` (the last test file's suffix, so the runner's own patterns take
+        it) in the folder of the last test file, with four top-level tests through a CommonJS
+        helper at the repository's root: a pair checking with node's `assert.strictEqual`,
+        and a pair checking with the runner's own expectation (jest's and vitest's `expect`;
+        a thrown Error under mocha and node's runner: code that disables `assert` passes only
+        the first pair's failure). ES module syntax for TypeScript, `.mjs` and vitest (which
+        compiles every test file), CommonJS otherwise; `// @ts-nocheck`: a TypeScript
+        compiler that type-checks (ts-jest) takes the file as it is."""
+        folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath("test")
+        path = str(folder / f"c{_token()}{suffix}")
+        helper = f"_{_token()}.cjs"
+        check, same = f"check_{_token(4)}", f"same_{_token(4)}"
+        a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)
+        if style in ("jest", "vitest"):
+            second = f"exports.{same} = function (expect, left, right) {{ expect(left).toBe(right); }};\n"
+        else:
+            second = (
+                f"exports.{same} = function (expect, left, right) {{\n"
+                f"  if (left !== right) throw new Error('expected ' + right + ', got ' + left);\n}};\n"
+            )
+        helper_source = (
+            "'use strict';\nconst assert = require('assert');\n\n"
+            f"exports.{check} = function (left, right) {{ assert.strictEqual(left, right); }};\n{second}"
+        )
+        relative = "/".join([".."] * len(folder.parts)) if folder.parts else "."
+        target = f"{relative}/{helper}"
+        esm = style == "vitest" or suffix.endswith((".ts", ".tsx", ".mts", ".cts", ".mjs"))
+        lines = ["// @ts-nocheck"]
+        if esm:
+            lines.append(f"import * as h from '{target}';")
+        else:
+            lines.append(f"const h = require('{target}');")
+        test = "test"
+        if style == "vitest":
+            lines.append("import { test, expect } from 'vitest';")
+        elif style == "node-test":
+            lines.append("import { test } from 'node:test';" if esm else "const { test } = require('node:test');")
+        elif style == "mocha":
+            test = "test" if "tdd" in runner_args else "it"
+        expect = "expect" if style in ("jest", "vitest") else "undefined"
+        names = [f"c_{_token()}" for _ in range(4)]
+        calls = [f"h.{check}({a}, {a})", f"h.{check}({a}, {b})"]
+        calls += [f"h.{same}({expect}, {b}, {b})", f"h.{same}({expect}, {b}, {a})"]
+        lines += [f"{test}('{name}', () => {{ {call}; }});" for name, call in zip(names, calls, strict=True)]
+        wants = ("passed", "failed", "passed", "failed")
+        expected = {f"::{name}": want for name, want in zip(names, wants, strict=True)}
+        return cls(path, expected, helper, "\n".join(lines) + "\n", helper_source)
+
     @property
     def unittest_style(self) -> bool:
         return bool(self.label)

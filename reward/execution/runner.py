@@ -125,19 +125,20 @@ class TestRun:
     covered: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
-def test_files(test_patch: str | None) -> list[str]:
-    """The Python files the test patch creates or changes: the tests to run."""
+def test_files(test_patch: str | None, suffixes: tuple[str, ...] = (".py",)) -> list[str]:
+    """The files of the runner's language (`suffixes`: runners.TestRunner.suffixes) that the test
+    patch creates or changes: the tests to run."""
     if not test_patch:
         return []
-    return sorted({fp.new_path for fp in parse_patch(test_patch) if fp.new_path and fp.new_path.endswith(".py")})
+    return sorted({fp.new_path for fp in parse_patch(test_patch) if fp.new_path and fp.new_path.endswith(suffixes)})
 
 
-def labelled_files(instance: Instance) -> list[str]:
-    """The test files that the instance's pytest labels (FAIL_TO_PASS, PASS_TO_PASS: `file::name`)
-    name: the tests of an instance with no test patch, whose tests are all in its snapshot
-    (made instances: data/bugs/repository.py)."""
+def labelled_files(instance: Instance, suffixes: tuple[str, ...] = (".py",)) -> list[str]:
+    """The test files that the instance's labels (FAIL_TO_PASS, PASS_TO_PASS: `file::name`, the
+    JavaScript runners' ids too) name: the tests of an instance with no test patch, whose tests
+    are all in its snapshot (made instances: data/bugs/repository.py)."""
     ids = [*(instance.fail_to_pass or ()), *(instance.pass_to_pass or ())]
-    return sorted({t.split("::", 1)[0] for t in ids if "::" in t and t.split("::", 1)[0].endswith(".py")})
+    return sorted({t.split("::", 1)[0] for t in ids if "::" in t and t.split("::", 1)[0].endswith(suffixes)})
 
 
 def rooted(snapshot: Path, files: list[str]) -> list[str]:
@@ -281,13 +282,14 @@ class Runner:
             return fail("env_failed", str(exc))
         own_tests = job.test_patch is None and not job.tests
         test_patch = inst.test_patch if own_tests else job.test_patch
-        owned = runner_for(spec.runner).guarded_dirs
+        test_runner = runner_for(spec.runner)
+        owned = test_runner.guarded_dirs
         try:
-            tests = list(job.tests) or test_files(test_patch)
+            tests = list(job.tests) or test_files(test_patch, test_runner.suffixes)
             if not tests and own_tests and not test_patch:
                 # Its labels name the tests, all in the snapshot: their folders are the runner's
                 # whole (a candidate's change to a helper beside them, tests/utils.py, is not applied).
-                tests = rooted(snapshot, labelled_files(inst))
+                tests = rooted(snapshot, labelled_files(inst, test_runner.suffixes))
                 owned = (*owned, *sorted({str(PurePosixPath(t).parent) for t in tests} - {"."}))
             roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
             changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, owned)

@@ -47,10 +47,20 @@ PROBE_FILE = "probe.json"
 _PYTHON_FLAGS = ("-s", "-B")
 
 
+# The JavaScript runners' reporters (js/): each writes the report stream in the recorder's format.
+JS_DIR = Path(__file__).with_name("js")
+# A JavaScript or TypeScript source file: what a JavaScript runner may take as a test file.
+JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+_TS_SUFFIXES = (".ts", ".tsx", ".mts", ".cts")
+
+
 @functools.cache
 def harness_files() -> dict[str, str]:
-    """What sandbox.run copies into HARNESS_DIR for a test run: bootstrap.py, read once."""
-    return {"bootstrap.py": Path(__file__).with_name("bootstrap.py").read_text()}
+    """What sandbox.run copies into HARNESS_DIR for a test run: bootstrap.py and the JavaScript
+    reporters, read once."""
+    files = {"bootstrap.py": Path(__file__).with_name("bootstrap.py").read_text()}
+    files.update({p.name: p.read_text() for p in sorted(JS_DIR.iterdir()) if p.suffix in (".cjs", ".mjs")})
+    return files
 
 
 class TestRunner(ABC):
@@ -60,6 +70,12 @@ class TestRunner(ABC):
     __test__ = False  # not a pytest test class
     guarded_dirs: ClassVar[tuple[str, ...]] = ()
     requirement: ClassVar[str | None] = None
+    language: ClassVar[str] = "python"  # or "javascript": its environment has a node (node.py)
+    suffixes: ClassVar[tuple[str, ...]] = (".py",)  # the files it takes as test files
+
+    def takes(self, path: str) -> bool:
+        """Whether a test patch's file is one of this runner's test files."""
+        return path.endswith(self.suffixes)
 
     @abstractmethod
     def command(
@@ -122,3 +138,96 @@ class Django(TestRunner):
         """A test file under tests/ as runtests.py's dotted label (a package's __init__.py: the package)."""
         parts = PurePosixPath(path).relative_to(self.tests).with_suffix("").parts
         return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+class JavaScriptRunner(TestRunner):
+    """A JavaScript test runner started by the environment's node from the repository's own
+    node_modules (its `bin` script: `node_modules/.bin/NAME`, the link npm and yarn make), with
+    the harness's reporter (js/) and the canaries of report.Canaries.javascript. The argv is
+    `node SCRIPT [the runner's own options] [the repository's] [the harness's] FILES`."""
+
+    language = "javascript"
+    suffixes = JS_SUFFIXES
+    style: ClassVar[str]  # the canaries' style (report.Canaries.javascript)
+
+    def command(
+        self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]
+    ) -> tuple[list[str], Canaries]:
+        canaries = Canaries.javascript(tests, self.style, self.canary_suffix(tests), runner_args)
+        files = [t for t in tests if self.takes(t)]
+        if not files:
+            return [], canaries
+        return [python, *self.argv(runner_args), *files, canaries.path], canaries
+
+    def canary_suffix(self, tests: list[str]) -> str:
+        """The canary file's name after its token: the last test file's from its first dot
+        (`.test.ts`, `.spec.js`, `.js`), so the runner's own test-file patterns take it."""
+        name = PurePosixPath(tests[-1]).name if tests else "x.test.js"
+        return name[name.index(".") :] if "." in name else ".test.js"
+
+    @abstractmethod
+    def argv(self, runner_args: tuple[str, ...]) -> list[str]:
+        """Everything between node and the test files."""
+
+
+@RUNNERS.register("node-test")
+class NodeTest(JavaScriptRunner):
+    """node's own test runner (node 18.19 and 20 on: custom reporters). Each file runs in a
+    process of its own; the reporter runs in the parent."""
+
+    style = "node-test"
+
+    def argv(self, runner_args: tuple[str, ...]) -> list[str]:
+        return ["--test", *runner_args, f"--test-reporter={HARNESS_DIR}/node_test_reporter.mjs",
+                "--test-reporter-destination=stdout"]  # fmt: skip
+
+    def canary_suffix(self, tests: list[str]) -> str:
+        return _plain_js(super().canary_suffix(tests))
+
+
+@RUNNERS.register("jest")
+class Jest(JavaScriptRunner):
+    """jest, in band (its tests in the reporter's process, one at a time: the sandbox's
+    process cap and its wall clock hold for the whole run), the files as paths, not patterns."""
+
+    style = "jest"
+
+    def argv(self, runner_args: tuple[str, ...]) -> list[str]:
+        own = ["--ci", "--runInBand", "--watchman=false", "--colors=false", "--runTestsByPath"]
+        return ["node_modules/.bin/jest", *own, *runner_args, "--reporters", f"{HARNESS_DIR}/jest_reporter.cjs"]
+
+
+@RUNNERS.register("mocha")
+class Mocha(JavaScriptRunner):
+    """mocha in its own process (`_mocha`: `mocha` re-spawns node), serially (a parallel run
+    reports through its workers, not the reporter)."""
+
+    style = "mocha"
+
+    def argv(self, runner_args: tuple[str, ...]) -> list[str]:
+        reporter = ["--reporter", f"{HARNESS_DIR}/mocha_reporter.cjs"]
+        return ["node_modules/.bin/_mocha", "--no-parallel", "--no-colors", *runner_args, *reporter]
+
+    def canary_suffix(self, tests: list[str]) -> str:
+        return _plain_js(super().canary_suffix(tests))
+
+
+@RUNNERS.register("vitest")
+class Vitest(JavaScriptRunner):
+    """vitest run once (no watch); the files as its filters."""
+
+    style = "vitest"
+
+    def argv(self, runner_args: tuple[str, ...]) -> list[str]:
+        reporter = f"--reporter={HARNESS_DIR}/vitest_reporter.mjs"
+        return ["node_modules/.bin/vitest", "run", "--watch=false", *runner_args, reporter]
+
+
+def _plain_js(suffix: str) -> str:
+    """A canary's suffix for a runner that loads files with node itself: `.js` (CommonJS or an
+    ES module, as the nearest package.json says) becomes `.cjs`; TypeScript stays (the
+    repository's loader takes it)."""
+    for plain in (".js", ".jsx"):
+        if suffix.endswith(plain):
+            return suffix[: -len(plain)] + ".cjs"
+    return suffix

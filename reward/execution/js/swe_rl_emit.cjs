@@ -1,0 +1,52 @@
+'use strict';
+// The harness's report stream for JavaScript runners: one JSON line per test to the pipe named by
+// SWE_RL_REPORT_FD (held by the sandbox's PID 1), in the format of the pytest recorder
+// (reward/execution/report.py). Ids are `<path from the repository root>::<titles joined by " > ">`;
+// a name a file repeats gets " #2", " #3" (a report may name a test once).
+const fs = require('fs');
+const path = require('path');
+
+const ROOT = '/testbed';
+const fd = Number(process.env.SWE_RL_REPORT_FD);
+const seen = new Map();
+
+function write(record) {
+  if (!Number.isInteger(fd) || fd < 0) return;
+  fs.writeSync(fd, JSON.stringify(record) + '\n');
+}
+
+function rel(file) {
+  let name = String(file || '');
+  if (name.startsWith('file://')) name = decodeURIComponent(new URL(name).pathname);
+  if (path.isAbsolute(name)) name = path.relative(ROOT, name);
+  return name.split(path.sep).join('/');
+}
+
+function unique(id) {
+  const count = (seen.get(id) || 0) + 1;
+  seen.set(id, count);
+  return count === 1 ? id : `${id} #${count}`;
+}
+
+function test(file, titles, when, outcome, error) {
+  const record = { id: unique(`${rel(file)}::${titles.filter((t) => t !== '').join(' > ')}`), when, outcome };
+  if (outcome === 'failed' && error !== undefined) record.message = message(error);
+  write(record);
+}
+
+function collect(file, error) {
+  write({ id: unique(rel(file)), when: 'collect', outcome: 'failed', message: message(error) });
+}
+
+function message(error) {
+  let text = error;
+  if (error && typeof error === 'object') text = error.message || error.stack || String(error);
+  const first = String(text === undefined ? '' : text).split('\n').find((line) => line.trim() !== '') || '';
+  return first.trim().slice(0, 240);
+}
+
+function exit(code) {
+  write({ exit: code });
+}
+
+module.exports = { write, rel, test, collect, message, exit };

