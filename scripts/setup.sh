@@ -55,4 +55,20 @@ else
       echo "[setup] note: apt-get could not install prometheus (see $LOG); the Prometheus test will skip"
   fi
 fi
+# The JavaScript test runners the suite's small repositories install (tests/reward/js_runners):
+# fetched once into the npm cache .cache/npm with every script off; the tests read it offline.
+SEED=tests/reward/js_runners/package.json
+if ! command -v npm >/dev/null; then
+  echo "[setup] note: no npm on PATH; the JavaScript runner tests will skip"
+elif [ ! -f .cache/npm/.seeded ] || [ "$SEED" -nt .cache/npm/.seeded ]; then
+  echo "[setup] fetching the JavaScript test runners into .cache/npm (jest, mocha, vitest; ~15 s)"
+  SEED_DIR=$(mktemp -d)
+  cp "$SEED" "$SEED_DIR/package.json"
+  if npm install --prefix "$SEED_DIR" --ignore-scripts --no-audit --no-fund --cache "$PWD/.cache/npm" >>"$LOG" 2>&1; then
+    touch .cache/npm/.seeded
+  else
+    echo "[setup] note: npm could not fetch the JavaScript test runners (see $LOG); their tests will skip"
+  fi
+  rm -rf "$SEED_DIR"
+fi
 echo "[setup] done: $(DS_ACCELERATOR=cpu $VENV/bin/python -c 'import vllm, torch, ray, deepspeed; print(f"vllm {vllm.__version__}, torch {torch.__version__}, ray {ray.__version__}, deepspeed {deepspeed.__version__}")' 2>/dev/null)"

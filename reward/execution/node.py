@@ -191,6 +191,27 @@ def workspace_manifests(snapshot: Path) -> list[str]:
     return found
 
 
+def vendored(snapshot: Path) -> list[str]:
+    """The package tarballs in the repository that package.json's dependencies name
+    (`"dep": "file:vendor/dep-1.0.0.tgz"`): regular files inside it, which the host step needs
+    beside the manifests. A `file:` folder is linked, not copied, by npm: it is left to the snapshot."""
+    try:
+        manifest = json.loads((snapshot / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    found = []
+    for field in ("dependencies", "devDependencies", "optionalDependencies"):
+        deps = manifest.get(field) if isinstance(manifest, dict) else None
+        for spec in (deps or {}).values() if isinstance(deps, dict) else ():
+            rel = spec[len("file:") :] if isinstance(spec, str) and spec.startswith("file:") else ""
+            parts = PurePosixPath(rel).parts
+            if rel.endswith((".tgz", ".tar.gz")) and parts and ".." not in parts and not rel.startswith("/"):
+                path = snapshot / rel
+                if path.is_file() and not path.is_symlink():
+                    found.append(str(PurePosixPath(*parts)))
+    return found[:_WORKSPACE_FILES]
+
+
 def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, timeout_s: float) -> str:
     """Lay out the snapshot's dependencies in `dest` (node_modules beside a copy of its
     package.json and lock file) on the host with every script disabled; returns the tool's
@@ -198,12 +219,15 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
     dest.mkdir(parents=True, exist_ok=True)
     if not (snapshot / "package.json").is_file() or (snapshot / "package.json").is_symlink():
         raise RuntimeError("the snapshot has no package.json")
-    for rel in ["package.json", *workspace_manifests(snapshot), *(n for n, _ in LOCK_FILES)]:
+    for rel in ["package.json", *workspace_manifests(snapshot), *vendored(snapshot), *(n for n, _ in LOCK_FILES)]:
         source = snapshot / rel
         if source.is_file() and not source.is_symlink():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, dest / rel)
-    cache = ["--cache", str(tools / "npm-cache")]
+    # The node's own npm cache, unless the caller names one (npm_config_cache: a mirror the
+    # tests fill once, read with npm_config_offline).
+    named = os.environ.get("npm_config_cache")  # noqa: SIM112 (npm's own name for it is lowercase)
+    cache = [] if named else ["--cache", str(tools / "npm-cache")]
     quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
     lock = lock_file(snapshot)
     if lock is not None and lock[1] == "npm":

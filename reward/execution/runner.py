@@ -360,7 +360,7 @@ class Runner:
         except BadReport as exc:
             return fail("bad_report", f"the report is not the recorder's: {exc}", **done)
         if report.exit_code is None:
-            cut = f"pytest exited {result.returncode} before its session ended: {_last_line(done['log'])}"
+            cut = f"the test runner exited {result.returncode} before its session ended: {_last_line(done['log'])}"
             return fail("no_report", cut, **done)
         try:
             checked = canaries.check(report)

@@ -193,8 +193,11 @@ class Jest(JavaScriptRunner):
     style = "jest"
 
     def argv(self, runner_args: tuple[str, ...]) -> list[str]:
-        own = ["--ci", "--runInBand", "--watchman=false", "--colors=false", "--runTestsByPath"]
-        return ["node_modules/.bin/jest", *own, *runner_args, "--reporters", f"{HARNESS_DIR}/jest_reporter.cjs"]
+        own = [f"--reporters={HARNESS_DIR}/jest_reporter.cjs", "--ci", "--runInBand", "--watchman=false"]
+        own.append("--colors=false")
+        # A boolean last: an array option before the files (--reporters, a repository's
+        # --setupFiles) would take them as its values.
+        return ["node_modules/.bin/jest", *own, *runner_args, "--runTestsByPath"]
 
 
 @RUNNERS.register("mocha")

@@ -1,0 +1,133 @@
+"""JavaScript repositories under the harness: node's test runner, jest, mocha and vitest.
+
+Each runs a small repository the test writes (tests/reward/jsrepos.py: the add() bug, its
+package.json naming the runner, its lock made from the npm cache scripts/setup.sh fills) in
+the sandbox, its dependencies installed offline with scripts off on the host and rebuilt in the
+sandbox: the report's ids are `file::describe > test`, a skipped test reads skipped, the gold
+patch resolves and the empty one does not, and the canaries' four tests show their outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conf.config import ExecutionConfig
+from data.patching import make_patch
+from reward.execution import sandbox
+from reward.execution.environments import EnvSpec
+from reward.execution.report import Canaries
+from reward.execution.runner import Runner, TestJob, command
+from reward.execution.runners import RUNNERS, runner_for
+from tests.reward import jsrepos
+
+pytestmark = [
+    pytest.mark.skipif(sandbox.available() is not None, reason=f"sandbox unavailable: {sandbox.available()}"),
+    pytest.mark.skipif(jsrepos.skip_reason() is not None, reason=str(jsrepos.skip_reason())),
+]
+JS_RUNNERS = ("node-test", "jest", "mocha", "vitest")
+TEST = "test/add.test.js"
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory) -> Runner:
+    cache = tmp_path_factory.mktemp("exec")
+    with jsrepos.offline_npm():
+        yield Runner(ExecutionConfig(cache_dir=str(cache), wall_s=120.0, cpu_s=120, output_kb=256))
+
+
+@pytest.mark.parametrize("name", JS_RUNNERS)
+def test_each_runner_reports_every_test_and_the_gold_patch_resolves(runner, name):
+    inst = jsrepos.instance(name)
+    gold, empty = runner.run(TestJob(inst, inst.patch)), runner.run(TestJob(inst, ""))
+    assert (gold.status, empty.status) == ("ok", "ok"), (gold.reason, gold.log[-1500:])
+    assert gold.outcomes == {f"{TEST}::adds": "passed", f"{TEST}::signs > negative": "passed",
+                             f"{TEST}::signs > later": "skipped"}  # fmt: skip
+    assert empty.outcomes[f"{TEST}::signs > negative"] == "failed"
+    assert (gold.resolved, empty.resolved) == (True, False)
+
+
+def test_the_lock_files_install_scripts_run_in_the_sandbox_never_on_the_host(tmp_path):
+    """A dependency (a tarball the test packs, vendored in a git repository, named by the lock)
+    whose install script writes who ran it: it ran as the sandbox's nobody into node_modules,
+    the tests see what it built, and what it tried to write on the host is not there."""
+    dep, repo = tmp_path / "dep", tmp_path / "repo"
+    dep.mkdir()
+    marker = tmp_path / "host-marker"
+    build = (
+        f"const fs = require('fs');\nfs.writeFileSync('built.txt', String(process.getuid()));\n"
+        f"try {{ fs.writeFileSync({json.dumps(str(marker))}, 'x'); }} catch (e) {{}}\n"
+    )
+    (dep / "package.json").write_text(
+        json.dumps({"name": "dep", "version": "1.0.0", "scripts": {"install": "node build.js"}})
+    )
+    (dep / "build.js").write_text(build)
+    (dep / "index.js").write_text("module.exports = require('fs').readFileSync(__dirname + '/built.txt', 'utf8');\n")
+    subprocess.run(["npm", "pack", "--silent"], cwd=dep, check=True, capture_output=True, timeout=60)
+    package = json.dumps({"name": "calc", "version": "1.0.0", "devDependencies": {"dep": "file:vendor/dep-1.0.0.tgz"}})
+    uid_test = (
+        "const { test } = require('node:test');\nconst assert = require('assert');\n"
+        "test('built by nobody', () => { assert.strictEqual(require('dep'), '65534'); });\n"
+    )
+    (repo / "vendor").mkdir(parents=True)
+    shutil.copyfile(dep / "dep-1.0.0.tgz", repo / "vendor" / "dep-1.0.0.tgz")
+    for rel, text in {"package.json": package, "test/uid.test.js": uid_test}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (repo / "package-lock.json").write_text(
+        jsrepos.lock_for(package, {"vendor/dep-1.0.0.tgz": str(repo / "vendor/dep-1.0.0.tgz")})
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    spec = EnvSpec(snapshot="git", node="host", install="lock", runner="node-test")
+    inst = jsrepos.instance("node-test", base_commit=commit, environment=spec.to_json(), test_patch="",
+                            fail_to_pass=("test/uid.test.js::built by nobody",), pass_to_pass=())  # fmt: skip
+    cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[f"unit/calc={repo}"], wall_s=120.0, cpu_s=120)
+    with jsrepos.offline_npm():
+        run = Runner(cfg).run(TestJob(inst, ""))
+    assert run.status == "ok" and run.outcomes == {"test/uid.test.js::built by nobody": "passed"}, (run.reason, run.log)
+    assert run.resolved is True and not marker.exists()
+
+
+def test_a_candidate_that_disables_assert_in_the_same_process_is_tampered(runner):
+    """mocha runs every file in one process, the canaries last: code under test that replaces
+    node's assertions makes the canaries' failing check pass."""
+    inst = jsrepos.instance("mocha")
+    forged = jsrepos.BUG + "require('assert').strictEqual = function () {};\n"
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forged})))
+    assert run.status == "tampered" and run.resolved is False, (run.status, run.reason)
+
+
+@pytest.mark.parametrize("name", JS_RUNNERS)
+def test_the_canaries_follow_the_last_test_files_name_and_the_runners_style(name):
+    spec = EnvSpec(node="host", install="none", runner=name)
+    argv, canaries = command("/usr/bin/node", spec, ["test/a.test.js", "src/__tests__/b.spec.ts"])
+    assert canaries.path.startswith("src/__tests__/c") and canaries.path.endswith(".spec.ts")
+    assert argv[-1] == canaries.path and argv[0] == "/usr/bin/node"
+    assert canaries.helper.endswith(".cjs") and "/" not in canaries.helper
+    assert "import * as h from '../../" in canaries.source  # TypeScript: module syntax
+    assert len(canaries.expected) == 4 and sorted(canaries.expected.values()) == [
+        "failed",
+        "failed",
+        "passed",
+        "passed",
+    ]
+    plain = Canaries.javascript(["test/a.test.js"], name, runner_for(name).canary_suffix(["test/a.test.js"]))
+    if name in ("node-test", "mocha"):  # node loads it itself: .cjs is CommonJS whatever package.json says
+        assert plain.path.endswith(".test.cjs") and "require('../" in plain.source
+    elif name == "jest":
+        assert plain.path.endswith(".test.js") and "require('../" in plain.source
+    else:  # vitest compiles every file as a module
+        assert plain.path.endswith(".test.js") and "from 'vitest'" in plain.source
+
+
+def test_the_javascript_runners_are_registered_with_their_language():
+    assert {n for n in RUNNERS.names() if runner_for(n).language == "javascript"} == set(JS_RUNNERS)
+    assert runner_for("jest").takes("src/x.test.tsx") and not runner_for("jest").takes("tests/test_x.py")
+    assert runner_for("pytest").takes("tests/test_x.py") and not runner_for("pytest").takes("a.test.js")
