@@ -131,3 +131,16 @@ def test_the_javascript_runners_are_registered_with_their_language():
     assert {n for n in RUNNERS.names() if runner_for(n).language == "javascript"} == set(JS_RUNNERS)
     assert runner_for("jest").takes("src/x.test.tsx") and not runner_for("jest").takes("tests/test_x.py")
     assert runner_for("pytest").takes("tests/test_x.py") and not runner_for("pytest").takes("a.test.js")
+
+
+@pytest.mark.parametrize("name", ["node-test", "jest"])
+def test_a_candidate_that_disables_assert_in_an_isolated_file_is_tampered(runner, name):
+    """Runners that give each test file a process (node's) or a context (jest's) of its own: the
+    canaries never load the candidate's module, the guard every process loads first finds
+    assert replaced (a child of node's runner says so through its stderr, with the run's token).
+    vitest's forked workers are not covered: their stderr never reaches the reporter."""
+    inst = jsrepos.instance(name)
+    forged = jsrepos.BUG + "require('assert').strictEqual = function () {};\n"
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forged})))
+    assert run.status == "tampered" and run.resolved is False, (run.status, run.reason, run.outcomes)
+    assert "assert.strictEqual was replaced" in str(run.reason)

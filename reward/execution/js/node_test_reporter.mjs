@@ -4,10 +4,13 @@ import emit from './swe_rl_emit.cjs';
 
 export default async function* sweRlReporter(source) {
   const stacks = new Map();
+  const said = `${process.env.SWE_RL_GUARD_TOKEN} tampered: `; // a file's process, through the guard
   let failed = 0;
   for await (const event of source) {
     const data = event.data || {};
-    if (event.type === 'test:start') {
+    if ((event.type === 'test:stderr' || event.type === 'test:stdout') && String(data.message).includes(said)) {
+      emit.write({ tampered: String(data.message).split(said)[1].trim() });
+    } else if (event.type === 'test:start') {
       const stack = stacks.get(data.file) || [];
       stack.length = data.nesting;
       stack.push(data.name);
