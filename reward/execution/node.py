@@ -55,7 +55,6 @@ from pathlib import Path, PurePosixPath
 from conf.io import locked
 from reward.execution import identity, sandbox
 from reward.execution.pythons import InterpreterUnavailable
-from reward.execution.sandbox import HARNESS_DIR
 
 log = logging.getLogger(__name__)
 
@@ -305,8 +304,7 @@ def run_variables(node: str) -> dict[str, str]:
         "CI": "true",
         "NO_COLOR": "1",
         "FORCE_COLOR": "0",
-        # Every node process of the run loads the harness's guard first (js/swe_rl_guard.cjs).
-        "NODE_OPTIONS": f"--require {HARNESS_DIR}/swe_rl_guard.cjs",
+        "NODE_OPTIONS": "",  # a test run's runner adds its guard (runners.JavaScriptRunner.variables)
     }
 
 

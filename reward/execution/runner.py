@@ -306,6 +306,7 @@ class Runner:
         changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
+        variables.update(test_runner.variables())
         watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
         probe = probe_spec(watched, job.patch, test_patch or "", changes)  # a file: the ids may be many
         ro_paths = env.ro_paths

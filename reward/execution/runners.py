@@ -77,6 +77,10 @@ class TestRunner(ABC):
         """Whether a test patch's file is one of this runner's test files."""
         return path.endswith(self.suffixes)
 
+    def variables(self) -> dict[str, str]:
+        """What a test run adds to the environment's variables (an agent's session has none of it)."""
+        return {}
+
     @abstractmethod
     def command(
         self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]
@@ -149,6 +153,10 @@ class JavaScriptRunner(TestRunner):
     language = "javascript"
     suffixes = JS_SUFFIXES
     style: ClassVar[str]  # the canaries' style (report.Canaries.javascript)
+
+    def variables(self) -> dict[str, str]:
+        # Every node process of the run loads the harness's guard first (js/swe_rl_guard.cjs).
+        return {"NODE_OPTIONS": f"--require {HARNESS_DIR}/swe_rl_guard.cjs"}
 
     def command(
         self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]

@@ -144,3 +144,22 @@ def test_a_candidate_that_disables_assert_in_an_isolated_file_is_tampered(runner
     run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forged})))
     assert run.status == "tampered" and run.resolved is False, (run.status, run.reason, run.outcomes)
     assert "assert.strictEqual was replaced" in str(run.reason)
+
+
+def test_an_agent_episode_in_a_javascript_repository_runs_its_tests_edits_and_resolves(runner):
+    """The agent's tools in a Node repository: bash with node and the dependencies' commands on
+    its PATH (the suite run by jest from node_modules/.bin), a SEARCH/REPLACE edit, submit; the
+    patch is scored by the `tests` reward through the same run as training's."""
+    from actors.replay import replay
+    from conf.config import AgentConfig
+
+    inst = jsrepos.instance("jest")
+    fix = "```javascript\n### lib/add.js\n<<<<<<< SEARCH\n  return a + Math.abs(b);\n=======\n  return a + b;\n>>>>>>> REPLACE\n```"
+    check = "node -e \"console.log(require('./lib/add').add(1, -2))\" && jest --ci test 2>&1 | tail -3"
+    turns = [f"```bash\n{check}\n```", fix, f"```bash\n{check}\n```", "Done.\n```submit\n```"]
+    result = replay(inst, turns, ["tests", "similarity"], runner, AgentConfig())
+    assert [t["kind"] for t in result["turns"]] == ["bash", "edit", "bash", "submit"], result["turns"]
+    before, after = result["turns"][0]["observation"], result["turns"][2]["observation"]
+    assert "Output:\n3\n" in before and "Ran all test suites" in before  # the bug, and jest ran
+    assert "Output:\n-1\n" in after
+    assert result["resolved"] is True and result["rewards"] == {"tests": 1.0, "similarity": 1.0}
