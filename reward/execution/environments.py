@@ -113,7 +113,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from conf.io import locked
-from reward.execution import candidates, declared, identity, node, repos, sandbox, testcommand
+from reward.execution import candidates, declared, identity, jsenv, node, repos, sandbox, testcommand
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed_for
 from reward.execution.runners import RUNNERS, runner_for
 
@@ -844,7 +844,14 @@ def derive_candidates(snapshot: Path, created_at: str | None, repo: str, limit: 
     installs on it); pythonpath "src" for a src layout, else the root; network "loopback" when the
     requirements name a local-server plugin (LOCAL_SERVERS), else "none"; undated: the row's
     test_data.
+
+    A JavaScript or TypeScript repository (jsenv.is_javascript: a package.json and no Python
+    project) gets jsenv.js_candidates': Node versions best first with its runner and options
+    (jscommand.py), its lock file installed ("lock"), the sandbox's own loopback up (test
+    suites serve on 127.0.0.1 as a rule: supertest, a local http server).
     """
+    if jsenv.is_javascript(snapshot):
+        return [(why, _js_spec(fields)) for why, fields in jsenv.js_candidates(snapshot, created_at, repo, limit)]
     date = _utc(created_at)
     compiled = [v for f in declared.requirement_files(snapshot) if (v := declared.compiled_with(_text(snapshot, f)))]
     pythons = candidates.interpreters(
@@ -887,6 +894,12 @@ def derive_candidates(snapshot: Path, created_at: str | None, repo: str, limit: 
         )
         out.append((chosen.name, spec))
     return out
+
+
+def _js_spec(fields: dict[str, Any]) -> EnvSpec:
+    spec = EnvSpec.from_json(json.dumps({**fields, "network": "loopback"}))
+    assert spec is not None
+    return spec
 
 
 def _text(snapshot: Path, rel: str) -> str:
