@@ -174,9 +174,14 @@ def _swap(text: _Text, node: tree_sitter.Node) -> Rewrite | None:
     return None
 
 
-def _negated(text: _Text, cond: tree_sitter.Node) -> str:
+def _negated(text: _Text, cond: tree_sitter.Node, enclosed: bool) -> str:
+    """`!cond`, or `cond` for a `!cond`; `enclosed`: the statement's own parentheses hold it
+    (if / while / do), so `!(a % 2)` becomes `a % 2`, not `(a % 2)`."""
     op, argument = cond.child_by_field_name("operator"), cond.child_by_field_name("argument")
     if cond.type == "unary_expression" and op is not None and op.type == "!" and argument is not None:
+        inner = _named(argument)
+        if enclosed and argument.type == "parenthesized_expression" and len(inner) == 1:
+            return text.text(inner[0])
         return text.text(argument)
     return f"!{text.text(cond)}" if cond.type in _PRIMARY else f"!({text.text(cond)})"
 
@@ -246,7 +251,7 @@ def _rewrites(text: _Text, root: tree_sitter.Node) -> Iterator[Rewrite]:
         if kind in ("if_statement", "while_statement", "do_statement", "ternary_expression"):
             cond = _condition(node)
             if cond is not None:
-                yield ("invert_if", *text.span(cond), _negated(text, cond))
+                yield ("invert_if", *text.span(cond), _negated(text, cond, kind != "ternary_expression"))
         for number in _integers(text, node):
             yield ("off_by_one", *text.span(number), str(int(text.text(number)) + 1))
         if (flipped := _constant(text, node)) is not None:

@@ -77,9 +77,12 @@ def test_a_statement_alone_on_its_line_is_dropped_with_the_line_and_directives_s
 
 def test_comparisons_invert_and_loop_bounds():
     src = "if (a === b) f(x != y);\nwhile (!done) step();\nconst v = ok ? 1.25 : s.at(-1);\nfor (;;) {}\n"
+    src += "do { if (!(i % 2)) i--; } while (!(i > 0));\nconst w = !(a || b) ? 1 : 2;\n"
     swaps = {(m.operator, m.before, m.after) for m in sites("m.mjs", src)}
     assert {("compare", "===", "!=="), ("compare", "!=", "==")} <= swaps
     assert {("invert_if", "a === b", "!(a === b)"), ("invert_if", "!done", "done"), ("invert_if", "ok", "!ok")} <= swaps
+    assert {("invert_if", "!(i % 2)", "i % 2"), ("invert_if", "!(i > 0)", "i > 0")} <= swaps
+    assert ("invert_if", "!(a || b)", "(a || b)") in swaps  # a ternary's condition keeps its parentheses
     assert ("constant", "1.25", "2.25") in swaps
     assert not any(m.operator == "off_by_one" for m in sites("m.mjs", src))  # -1 is no literal; for(;;) has none
 
