@@ -106,7 +106,7 @@ _JS_NOT_TESTS = frozenset(
     | {"__snapshots__", "data", "node_modules"}
 )
 _JS_TEST_NAMES = ("*.test.*", "*.spec.*")
-_JS_NOT_TEST_NAMES = ("setup*", "helper*", "global-setup*", "global-teardown*", "teardown*", "index.d.*")
+_JS_NOT_TEST_NAMES = ("setup*", "helper*", "global-setup*", "global-teardown*", "teardown*")
 
 
 def _is_js_test(path: str) -> bool:
