@@ -99,7 +99,7 @@ _MOCKS = "__mocks__"  # jest's module mocks: test code, whatever folder holds it
 
 def grammar_of(path: str) -> str | None:
     """The grammar of a JavaScript/TypeScript source, or None (another language, a .d.ts)."""
-    if path.endswith(".d.ts") or path.endswith((".d.mts", ".d.cts")):
+    if path.endswith((".d.ts", ".d.mts", ".d.cts")):
         return None
     return GRAMMARS.get(PurePosixPath(path).suffix)
 
