@@ -37,7 +37,7 @@ from conf import logs, overrides  # noqa: E402
 from conf.config import ExecutionConfig  # noqa: E402
 from conf.errors import UserError  # noqa: E402
 from data.bugs.injector import working_tree  # noqa: E402
-from data.bugs.mutations import sites  # noqa: E402
+from data.bugs.languages import sites  # noqa: E402
 from data.bugs.repository import GitSource  # noqa: E402
 from data.inject.__main__ import git_sources  # noqa: E402
 from reward.execution.derivation import ATTEMPTS, Derivation, Deriver  # noqa: E402
@@ -141,7 +141,7 @@ def sites_of(source: GitSource, runner: Runner) -> Sites | None:
     if not run.covered:
         return None
     tree = working_tree(source.instance)
-    every = [m for path in sorted(tree) if path.endswith(".py") for m in sites(path, tree[path])]
+    every = [m for path in sorted(tree) for m in sites(path, tree[path])]
     on = sum(m.line in run.covered.get(m.path, ()) for m in every)
     return Sites(name, sum(len(v) for v in run.covered.values()), len(every), on)
 

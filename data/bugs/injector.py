@@ -6,8 +6,9 @@ For each one:
 
     baseline   the tests run twice on the working code; the tests that pass both times are the
                baseline (the others, failing or flaky, are left out and counted)
-    bugs       `per_instance` candidates, each `combine` mutations (data/bugs/mutations.py)
-               drawn with seed (seed, instance, k) from the non-test Python files, on the
+    bugs       `per_instance` candidates, each `combine` mutations (data/bugs/mutations.py,
+               js_mutations.py) drawn with seed (seed, instance, k) from the non-test Python,
+               JavaScript and TypeScript files (languages.py: by extension), on the
                lines the baseline's tests executed when its first run measured them
     proof      the tests run twice with the bug: kept when the same non-empty set of baseline
                tests fails both times (FAIL_TO_PASS) and every other baseline test passes
@@ -42,7 +43,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import Any
 
-from data.bugs.mutations import Mutation, apply_all, choose, sites
+from data.bugs.languages import language_of, sites
+from data.bugs.mutations import Mutation, apply_all, choose
 from data.patching import created_files, files_patch
 from data.schema import Instance
 
@@ -106,7 +108,7 @@ def candidates(
     drawn: a bug on a line no test runs cannot fail a test. None, or no site on a covered line
     (a run that measured nothing of these files), draws from every site."""
     tree = working_tree(inst)
-    paths = [path for path in sorted(tree) if path.endswith(".py")]
+    paths = [path for path in sorted(tree) if language_of(path) is not None]
     found: list[Mutation] = []
     if covered:
         found = [m for path in paths if covered.get(path) for m in sites(path, tree[path], operators, covered[path])]

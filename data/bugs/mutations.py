@@ -27,7 +27,7 @@ import ast
 import itertools
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -231,9 +231,22 @@ def sites(
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    src = _Source(source)
+    return listed(path, source, _rewrites(_Source(source), tree), operators, lines, lambda m: _parses(m.apply(source)))
+
+
+def listed(
+    path: str,
+    source: str,
+    rewrites: Iterable[Rewrite],
+    operators: tuple[str, ...],
+    lines: AbstractSet[int] | None,
+    parses: Callable[[Mutation], bool],
+) -> list[Mutation]:
+    """The `rewrites` of `operators` on `lines` (None: all) that change the source and whose
+    result parses (`parses`, given the mutation), one per span and operator, in source order:
+    the contract every language's `sites` keeps."""
     found: dict[tuple[int, int, str], Mutation] = {}
-    for operator, start, end, after in _rewrites(src, tree):
+    for operator, start, end, after in rewrites:
         before = source[start:end]
         if operator not in operators or after == before:
             continue
@@ -241,7 +254,7 @@ def sites(
         if lines is not None and line not in lines:
             continue
         mutation = Mutation(path, operator, line, start, end, before, after)
-        if _parses(mutation.apply(source)):
+        if parses(mutation):
             found.setdefault((start, end, operator), mutation)
     return sorted(found.values(), key=lambda m: (m.start, m.end, m.operator))
 

@@ -1,11 +1,15 @@
 """Working code read from a clone at a commit, and the bug as a commit of that clone.
 
 `python -m data.inject reward.execution.repos=[owner/name=CLONE] --commit REF` needs no pull
-request: the source is the repository at REF. Its Python sources outside test folders (`--paths`
-narrows them: a src/ layout's package) are the files the rules injector may change; its test files
-(its pytest configuration's `python_files`, else test_*.py and *_test.py under any folder, else
-nose's tests_*.py and *_tests.py) are the suite whose passing tests are the baseline. The source is an
-`Instance` with those sources as its code context, no oracle and no test patch, so the
+request: the source is the repository at REF. Its test files are the suite whose passing tests
+are the baseline: a Python repository's (its pytest configuration's `python_files`, else
+test_*.py and *_test.py under any folder, else nose's tests_*.py and *_tests.py), or a
+JavaScript/TypeScript repository's (*.test.* and *.spec.* files, and the scripts in test/, tests/,
+spec/ and __tests__/ folders less their fixtures, helpers and set-up: the files Jest, Mocha,
+Vitest and node --test find by default); a repository with more JavaScript test files than Python
+ones is a JavaScript repository. Its sources of that language outside test folders (`--paths`
+narrows them: a src/ layout's package) are the files the rules injector may change. The source is
+an `Instance` with those sources as its code context, no oracle and no test patch, so the
 injector's draws and trees (injector.py) take it as they take a demo instance.
 
 A kept bug's instance has the repository's snapshot at a commit holding the bug: the bug is
@@ -29,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from data.bugs.injector import BugCandidate, buggy_tree, issue_text, working_tree
-from data.bugs.mutations import is_test_file
+from data.bugs.languages import is_test_file, language_of
 from data.context.imports import relevant_candidates
 from data.git.commits import commit_files
-from data.git.diffs import is_test_path
+from data.git.diffs import JS_TEST_DIRS, is_test_path
 from data.git.repo import Repo
 from data.mining.extract import add_relevant
 from data.mining.filters import FilterConfig
@@ -51,13 +55,31 @@ class GitSource:
     clone: Path
 
 
-def _is_source(path: str, prefixes: tuple[str, ...]) -> bool:
-    if not path.endswith(".py") or is_test_file(path) or is_test_path(path):
+def _is_source(path: str, prefixes: tuple[str, ...], language: str = "python") -> bool:
+    if language_of(path) != language or is_test_file(path) or is_test_path(path):
         return False
     if prefixes:
         return any(path.startswith(p.rstrip("/") + "/") or path == p for p in prefixes)
-    # Without prefixes: the code, not the project's scaffolding (docs' conf.py, setup.py).
-    return not path.startswith(("docs/", "doc/", "examples/", ".")) and path not in {"setup.py", "noxfile.py"}
+    # Without prefixes: the code, not the project's scaffolding (docs' conf.py, setup.py; a
+    # JavaScript project's build output, dependencies and tool configurations).
+    if path.startswith(("docs/", "doc/", "examples/", ".")) or path in {"setup.py", "noxfile.py"}:
+        return False
+    return language == "python" or not _js_scaffolding(path)
+
+
+# A JavaScript project's files that are no code of its own: generated, vendored, its tooling and
+# configuration, and (in a monorepo's packages too) its documentation and examples.
+_JS_NOT_CODE = frozenset(
+    {"node_modules", "dist", "build", "coverage", "vendor", "scripts", "bench", "benchmark", "benchmarks"}
+    | {"docs", "doc", "examples", "example", "fixtures", "__fixtures__", "__mocks__"}
+)
+_JS_TOOLS = ("*.config.*", "*.conf.*", "*.min.*", ".*", "gulpfile.*", "Gruntfile.*", "Jakefile.*")
+
+
+def _js_scaffolding(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    return any(part in _JS_NOT_CODE for part in parts[:-1]) or any(fnmatch.fnmatchcase(name, p) for p in _JS_TOOLS)
 
 
 # pytest's default `python_files`; then nose's naming (tqdm's tqdm/tests/tests_*.py until 2020),
@@ -75,6 +97,31 @@ _PYTEST_CONFIGS = (
 def _is_test_module(path: str, patterns: tuple[str, ...] = PYTEST_FILES) -> bool:
     name = path.rsplit("/", 1)[-1]
     return path.endswith(".py") and any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+# Folders within a test folder (data.git.diffs.JS_TEST_DIRS) that hold no test
+# (data, mocks, helpers: Mocha would run them as specs when given them).
+_JS_NOT_TESTS = frozenset(
+    {"fixtures", "fixture", "__fixtures__", "helpers", "helper", "support", "utils", "mocks", "__mocks__"}
+    | {"__snapshots__", "data", "node_modules"}
+)
+_JS_TEST_NAMES = ("*.test.*", "*.spec.*")
+_JS_NOT_TEST_NAMES = ("setup*", "helper*", "global-setup*", "global-teardown*", "teardown*")
+
+
+def _is_js_test(path: str) -> bool:
+    """A JavaScript/TypeScript test file: *.test.* or *.spec.*, or a script in a test folder
+    outside its fixtures and helpers."""
+    if language_of(path) != "javascript":
+        return False
+    parts = path.split("/")
+    name, folders = parts[-1], parts[:-1]
+    if any(part in _JS_NOT_TESTS for part in folders):
+        return False
+    if any(fnmatch.fnmatchcase(name, p) for p in _JS_TEST_NAMES):
+        return True
+    named_otherwise = any(fnmatch.fnmatchcase(name, p) for p in _JS_NOT_TEST_NAMES)
+    return not named_otherwise and any(part in JS_TEST_DIRS for part in folders)
 
 
 def python_files(read: Callable[[str], str | None]) -> tuple[str, ...]:
@@ -109,31 +156,39 @@ def read_source(name: str, clone: Path, commit: str, prefixes: tuple[str, ...] =
             raise ValueError(f"{clone}: no commit {commit!r}")
         paths = repo.text("ls-tree", "-r", "--name-only", sha).splitlines()
         date = repo.text("log", "-1", "--format=%cI", sha).strip()
-        sources: dict[str, str] = {}
-        for path in paths:
-            if _is_source(path, prefixes):
-                blob = repo.blob(f"{sha}:{path}")
-                try:
-                    sources[path] = blob.decode("utf-8") if blob is not None else ""
-                except UnicodeDecodeError:
-                    continue
 
         def read(name: str) -> str | None:
             blob = repo.blob(f"{sha}:{name}") if name in paths else None
             return blob.decode("utf-8", "replace") if blob is not None else None
 
         own = python_files(read)
-    tests: tuple[str, ...] = ()
-    for patterns in [own] if own else [PYTEST_FILES, NOSE_FILES]:
-        tests = tuple(sorted(p for p in paths if _is_test_module(p, patterns)))
-        if tests:
-            break
+        tests: tuple[str, ...] = ()
+        for patterns in [own] if own else [PYTEST_FILES, NOSE_FILES]:
+            tests = tuple(sorted(p for p in paths if _is_test_module(p, patterns)))
+            if tests:
+                break
+        language = "python"
+        js_tests = tuple(sorted(p for p in paths if _is_js_test(p)))
+        if not own and len(js_tests) > len(tests):
+            language, tests = "javascript", js_tests
+        sources: dict[str, str] = {}
+        for path in paths:
+            if _is_source(path, prefixes, language):
+                blob = repo.blob(f"{sha}:{path}")
+                try:
+                    sources[path] = blob.decode("utf-8") if blob is not None else ""
+                except UnicodeDecodeError:
+                    continue
     if not sources:
+        what = "Python" if language == "python" else "JavaScript/TypeScript"
         raise ValueError(
-            f"{name} at {sha[:12]}: no Python source outside test folders" + (f" under {prefixes}" if prefixes else "")
+            f"{name} at {sha[:12]}: no {what} source outside test folders" + (f" under {prefixes}" if prefixes else "")
         )
     if not tests:
-        raise ValueError(f"{name} at {sha[:12]}: no test file ({', '.join(own or PYTEST_FILES + NOSE_FILES)})")
+        raise ValueError(
+            f"{name} at {sha[:12]}: no test file ({', '.join(own or PYTEST_FILES + NOSE_FILES)}, "
+            "nor JavaScript/TypeScript's *.test.*, *.spec.*, test/, __tests__/)"
+        )
     inst = Instance(
         instance_id=f"{name.replace('/', '__')}-{sha[:12]}",
         repo=name,

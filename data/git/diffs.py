@@ -24,6 +24,11 @@ _TEXT_MODES = ("100644", "100755")  # regular files; 120000 = symlink, 160000 = 
 # A path is a test file when a directory on it has one of these names, or its file name
 # matches one of the patterns (pytest, unittest, Go, Jest/Mocha, RSpec conventions).
 TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+# JavaScript and TypeScript sources (one runtime, one family of test runners).
+JS_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
+# The folders whose scripts JavaScript's runners take as tests by default (Mocha: test/*.js, Jest:
+# __tests__/); "testing" is not one: a library's testing/ folder is code it ships.
+JS_TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
 _TEST_NAME_RE = re.compile(r"^(test_.*|.*_tests?\.[^.]+|.*\.(test|spec)\.[^.]+|.*_spec\.rb|conftest\.py|tests?\.py)$")
 # Extensions of programming-language source files; a PR touching none of them (docs, config,
 # data only) is not a coding task.

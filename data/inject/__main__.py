@@ -10,15 +10,16 @@
 
 The working code is a repository at a commit (`reward.execution.repos`, the clones, as the
 training schema names them; data/bugs/repository.py: its Python
-sources outside test folders, or under `--paths`; its test files are the suite, run in the
-environment its commit declares, derived as data.validate derives it) or each instance of
+sources outside test folders, or under `--paths`, or a JavaScript/TypeScript repository's
+JavaScript and TypeScript ones; its test files are the suite, run in the environment its commit
+declares, derived as data.validate derives it) or each instance of
 `--data` after its fix, with its test patch (an instance whose snapshot is its files: the demo
 set). The rules injector (data/bugs/injector.py) draws `--per-repo` / `--per-instance` bugs
 per source, each of `--combine` mutations (data/bugs/mutations.py: operators, comparisons,
-conditions, off-by-one, constants, swapped arguments, dropped returns and statements; never in a
-test file) on the lines the baseline's tests execute (`--sites covered`: its first run measures
-them with coverage.py in the sandbox, reward/execution/coverage.py; `all`: any line), and keeps
-those the tests prove:
+conditions, off-by-one, constants, swapped arguments, dropped returns and statements; the same on
+JavaScript/TypeScript, js_mutations.py; never in a test file) on the lines the baseline's tests
+execute (`--sites covered`: its first run measures them with coverage.py in the sandbox,
+reward/execution/coverage.py; `all`: any line), and keeps those the tests prove:
 
     baseline   the suite runs twice on the working code; tests that pass both times are the
                baseline (the rest, failing or flaky, are left out: `baselines` in the manifest)

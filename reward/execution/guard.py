@@ -23,6 +23,27 @@ certain. SWE-bench's harness honours all of them.
                 a new module named after a standard-library module (datetime.py, json/) at a
                 folder the test process imports from (the root, the environment's
                 `pythonpath`, the test files' folders): the tests' own imports would get it
+
+A JavaScript/TypeScript repository's runner (Jest, Mocha, Vitest, node --test) and compiler
+(TypeScript, Babel, SWC) are configured by files, its dependencies by its manifest and lock
+files, and its tests are files too, so these are guarded as well, in every repository:
+
+    always      the runners' and compilers' configuration wherever it is (jest.config.*,
+                vitest.config.*, vitest.workspace.*, vite.config.*, .mocharc*, babel.config.*,
+                .babelrc*, tsconfig*.json, jsconfig*.json, .swcrc, karma.conf.*, ava.config.*);
+                package.json at any depth (its scripts, `jest` / `mocha` fields, `type`,
+                `exports` and dependencies decide what runs and what an import resolves to);
+                the lock and package-manager files (package-lock.json, npm-shrinkwrap.json,
+                yarn.lock, pnpm-lock.yaml, pnpm-workspace.yaml, .npmrc: its node-options
+                reach every node process, .yarnrc*, .pnpmfile.cjs, .pnp.cjs, .pnp.loader.mjs,
+                a top-level .yarn/); node_modules/ anywhere (an import resolves into the
+                nearest one); the test files (*.test.* and *.spec.* with a JavaScript or
+                TypeScript extension; such a file in a test/, tests/, spec/ or __tests__/
+                folder: Mocha's default specs are test/*.js, and the helpers and set-up files
+                there are loaded by the tests), Jest's folders (__tests__/, __mocks__/:
+                its module mocks, __snapshots__/ and *.snap: the expected values of snapshot
+                tests); set-up files wherever they are (jest.setup.*, jest.teardown.*,
+                vitest.setup.*, setupTests.*, setup-tests.*)
 """
 
 from __future__ import annotations
@@ -32,7 +53,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from data.git.diffs import is_test_path
+from data.git.diffs import JS_EXTENSIONS, JS_TEST_DIRS, is_test_path
 
 NAMES = frozenset(
     {"conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"}
@@ -41,6 +62,18 @@ NAMES = frozenset(
 PATTERNS = ("test_*.py", "*_test.py", "*.pyc", "*.pyo", "*.so", "*.pyd")
 TOP = ("pytest.py", "_pytest")
 STDLIB = frozenset(sys.stdlib_module_names)
+
+JS_NAMES = frozenset(
+    {"package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "pnpm-workspace.yaml"}
+    | {".npmrc", ".pnpmfile.cjs", ".pnp.cjs", ".pnp.loader.mjs", ".swcrc"}
+)
+JS_PATTERNS = (
+    *("jest.config.*", "vitest.config.*", "vitest.workspace.*", "vite.config.*", ".mocharc*", "karma.conf.*"),
+    *("ava.config.*", "babel.config.*", ".babelrc*", "tsconfig*.json", "jsconfig*.json", ".yarnrc*", "*.snap"),
+    *("jest.setup.*", "jest.teardown.*", "vitest.setup.*", "setupTests.*", "setup-tests.*"),
+)
+JS_DIRS = frozenset({"node_modules", "__tests__", "__mocks__", "__snapshots__"})
+JS_TOP = (".yarn",)
 
 
 def is_guarded(path: str, created: bool, roots: Iterable[str] = (".",), owned: Iterable[str] = ()) -> bool:
@@ -56,9 +89,24 @@ def is_guarded(path: str, created: bool, roots: Iterable[str] = (".",), owned: I
         return True
     if any(fnmatch.fnmatchcase(name, pattern) for pattern in PATTERNS):
         return True
+    if _is_js_guarded(parts):
+        return True
     if not created:
         return False
     return is_test_path(path) or any(_module_at(path, root) in STDLIB for root in roots)
+
+
+def _is_js_guarded(parts: tuple[str, ...]) -> bool:
+    """The JavaScript/TypeScript rules (the module docstring's second table)."""
+    name, folders = parts[-1], parts[:-1]
+    if name in JS_NAMES or parts[0] in JS_TOP or any(part in JS_DIRS for part in folders):
+        return True
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in JS_PATTERNS):
+        return True
+    if PurePosixPath(name).suffix not in JS_EXTENSIONS:
+        return False
+    stem = name.rsplit(".", 1)[0]
+    return stem.endswith((".test", ".spec")) or any(part in JS_TEST_DIRS for part in folders)
 
 
 def _module_at(path: str, root: str) -> str | None:

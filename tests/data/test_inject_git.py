@@ -107,6 +107,33 @@ def test_read_source_takes_the_code_and_lists_the_tests(tmp_path):
     assert read_source("acme/calc", repo.path, "HEAD").tests == ("tests/check_ops.py",)
 
 
+def test_read_source_takes_a_javascript_repository_s_code_and_tests(tmp_path):
+    repo = RepoBuilder(tmp_path / "js", origin_url="https://github.com/acme/calc-js.git")
+    repo.commit(
+        {
+            "package.json": '{"name": "calc", "scripts": {"test": "mocha"}}\n',
+            "index.js": "module.exports = require('./lib/calc');\n",
+            "lib/calc.js": "exports.add = (a, b) => a + b;\n",
+            "lib/types.d.ts": "export declare function add(a: number, b: number): number;\n",
+            "test/calc.js": "const assert = require('assert');\n",
+            "test/support/env.js": "process.env.TZ = 'UTC';\n",
+            "src/__tests__/more.test.ts": "test('x', () => {});\n",
+            "tools/gen.py": "print(1)\n",
+            "eslint.config.js": "module.exports = [];\n",
+        },
+        "calc",
+    )
+    src = read_source("acme/calc-js", repo.path, "HEAD")
+    assert src.tests == ("src/__tests__/more.test.ts", "test/calc.js")
+    assert sorted(src.instance.code_context) == ["index.js", "lib/calc.js"]
+    # A Python repository with a few JavaScript tests beside its own stays a Python one.
+    py = _repo(tmp_path / "py")
+    py.commit({"calc/static/app.js": "let a = 1;\n", "calc/static/app.test.js": "test('a', () => {});\n"}, "js")
+    src = read_source("acme/calc", py.path, "HEAD")
+    assert src.tests == ("tests/test_ops.py",)
+    assert sorted(src.instance.code_context) == ["calc/__init__.py", "calc/ops.py"]
+
+
 # Code no test executes: many mutation sites, none a test can see.
 UNUSED = "".join(
     f"def unused_{k}(x, y):\n    if x > y:\n        return x - {k}\n    return y + {k}\n\n\n" for k in range(12)
