@@ -192,6 +192,16 @@ def test_node_test_vitest_run_and_run_s_globs(tmp_path):
     assert (command.runner, command.node_options) == ("jest", ("--experimental-vm-modules",))
 
 
+def test_pretest_and_a_subcommand_tool_are_steps_before_not_runners(tmp_path):
+    scripts = {"pretest": "npm run build", "build": "bun run compile", "test": "npx -y vitest@1 run"}
+    command = js_command(tree(tmp_path / "b", {"package.json": package(scripts=scripts)}))
+    assert (command.runner, command.before) == ("vitest", ("bun run compile",))
+    bun = tree(tmp_path / "t", {"package.json": package(scripts={"test": "bun test"}, devDependencies={"jest": "1"})})
+    assert detect_runner(bun) is None and js_command(bun).ignored == (
+        "bun test: bun test is not a runner the harness has",
+    )
+
+
 def test_no_runner_for_the_placeholder_and_for_a_runner_the_harness_lacks(tmp_path):
     placeholder = {"test": 'echo "Error: no test specified" && exit 1'}
     snapshot = tree(tmp_path / "p", {"package.json": package(scripts=placeholder, devDependencies={"jest": "29"})})
