@@ -297,7 +297,10 @@ def test_js_test_files_keep_tests_and_leave_out_fixtures_helpers_and_declaration
         "src/parse.test.tsx",
         "lib/util.spec.mjs",
         "test/support/env.js",  # express's mocha --require
-        "test/helpers/server.test.js",  # named as a test: kept
+        "test/support/server.test.js",  # named as a test: kept
+        "test/utils.js",  # express: tests lib/utils.js
+        "test/unit/helpers/parseProtocol.js",  # axios: tests lib/helpers/parseProtocol.js
+        "test/specs/__helpers.js",  # "_": a helper by convention
         "test/fixtures/app.test.js",  # a fixture a test loads
         "src/__mocks__/fs.js",
         "test/setup.ts",
@@ -312,5 +315,7 @@ def test_js_test_files_keep_tests_and_leave_out_fixtures_helpers_and_declaration
         "src/__tests__/parse.ts",
         "src/parse.test.tsx",
         "lib/util.spec.mjs",
-        "test/helpers/server.test.js",
+        "test/support/server.test.js",
+        "test/utils.js",
+        "test/unit/helpers/parseProtocol.js",
     ]
