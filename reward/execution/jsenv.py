@@ -9,8 +9,9 @@ options are jscommand.py's (testcommand.py's analogue).
                             Python, and a JavaScript library rarely carries a Python build
     node_versions(dir, date)
                             Node majors, best first:
-                              pinned   .nvmrc, .node-version, package.json's volta.node (`lts/*`
-                                       and codenames read as of the date), as the repository says
+                              pinned   .nvmrc, .node-version, asdf's .tool-versions, package.json's
+                                       volta.node (`lts/*` and codenames read as of the date), as
+                                       the repository says
                               admitted the majors package.json's engines.node admits (RANGE:
                                        >=, ^, ~, x, hyphen ranges and `||`, read per major),
                                        released by the date: those its CI tests first (GitHub
@@ -139,6 +140,10 @@ def _pins(snapshot: Path, package: dict[str, Any]) -> list[tuple[str, str]]:
             first = next((ln for ln in lines if ln), "")
             if first:
                 pins.append((name, first))
+    for line in _text(snapshot / ".tool-versions").splitlines():  # asdf's: `nodejs 14.16.0`
+        words = line.split("#")[0].split()
+        if len(words) > 1 and words[0] in ("nodejs", "node"):
+            pins.append((".tool-versions", words[1]))
     volta = package.get("volta")
     if isinstance(volta, dict) and isinstance(volta.get("node"), str):
         pins.append(("volta", volta["node"]))

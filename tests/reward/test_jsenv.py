@@ -124,6 +124,8 @@ def test_volta_and_node_version_files_pin(tmp_path):
     assert node_versions(volta, "2024-01-01T00:00:00Z")[0] == "18"
     nv = tree(tmp_path / "n", {"package.json": package(), ".node-version": "# pinned\n16\n"})
     assert node_versions(nv, "2024-01-01T00:00:00Z")[0] == "16"
+    asdf = tree(tmp_path / "a", {"package.json": package(), ".tool-versions": "python 3.11.4\nnodejs 14.16.0\n"})
+    assert node_versions(asdf, "2022-09-13T00:00:00Z")[0] == "14"  # date-fns 2.29.3: not 18, the newest
     old = tree(tmp_path / "o", {"package.json": package(), ".nvmrc": "8\n"})  # too old: not a pin here
     assert node_versions(old, "2019-01-01T00:00:00Z")[0] == "10"
 
