@@ -246,8 +246,8 @@ def _from_scripts(scripts: dict[str, str]) -> tuple[JsCommand | None, list[str]]
             ignored.append(f"{text}: {runner} is not a runner the harness has")
         else:
             before.append(text)
-    if found is None:
-        return None, ignored
+    if found is None:  # each command said why it is none
+        return None, ignored + [f"{text}: not a test runner's command" for text in before]
     return JsCommand(
         found.source, found.runner, found.args, found.paths, tuple(ignored), found.node_options, tuple(before)
     ), []
@@ -297,7 +297,7 @@ def _called_scripts(words: list[str], scripts: dict[str, str]) -> list[tuple[str
     elif rest[0] in ("test", "t") and head != "bun":  # `bun test` is bun's runner, not the script
         rest = ["test", *rest[1:]]
     elif head in ("npm", "bun"):
-        return None  # npm's own commands (npm ci, npm exec)
+        return None  # their own commands (npm ci, npm exec, bun build)
     while rest and rest[0].startswith("-"):  # yarn --silent test
         rest = rest[1:]
     if not rest or rest[0] not in scripts:
@@ -386,13 +386,13 @@ def _bin(word: str) -> str:
 
 def _after_launcher(words: list[str]) -> list[str]:
     """A launcher's arguments from the command it starts: its options, `VAR=x` assignments and
-    values skipped up to the first word that names a runner, `node`, or a launcher."""
+    values skipped up to the first word that names a runner, `node`, or a launcher, as a bare
+    command name (an argument such as `test/mocha` is a path, not a command) or a
+    node_modules/.bin path."""
+    commands = RUNNER_BINS.keys() | OTHER_RUNNERS | OTHER_BY_SUBCOMMAND | LAUNCHERS | {"node"}
     for i, w in enumerate(words):
-        name = _bin(w)
-        if name in RUNNER_BINS or name in OTHER_RUNNERS or name == "node" or name in LAUNCHERS:
+        if _bin(w) in commands and ("/" not in w or "node_modules/.bin/" in w):
             return words[i:]
-        if w == "exec" and i == 0:
-            continue
     return []
 
 
@@ -413,8 +413,8 @@ def _node(argv: list[str], node_options: list[str]) -> tuple[str, str | None, li
     if rest and (m := _BIN_PATH.search(rest[0])):
         name = m.group(1) or m.group(2)
         return "runner", RUNNER_BINS[name], rest[1:], [*node_options, *flags]
-    if len(rest) > 1 and Path(rest[1]).name in RUNNER_BINS:  # a wrapper script, then the runner
-        return "runner", RUNNER_BINS[Path(rest[1]).name], rest[2:], [*node_options, *flags]
+    if len(rest) > 1 and rest[1] in RUNNER_BINS:  # a wrapper script, then the runner by name
+        return "runner", RUNNER_BINS[rest[1]], rest[2:], [*node_options, *flags]
     return "other", None, [], []
 
 

@@ -161,9 +161,11 @@ def node_major(text: str, day: str | None) -> int | None:
         name = value[4:]
         if name in CODENAMES:
             return CODENAMES[name]
-        if name in ("*", "-1", "latest"):
-            lts = [m for m, d in LTS.items() if day is None or d <= day]
+        lts = [m for m, d in LTS.items() if day is None or d <= day]
+        if name in ("*", "latest"):
             return lts[-1] if lts else None
+        if name == "-1":  # the LTS before the newest
+            return lts[-2] if len(lts) > 1 else None
         return None
     if value in ("node", "latest", "current", "stable", "*"):
         out = [m for m, d in MAJORS.items() if day is None or d <= day]

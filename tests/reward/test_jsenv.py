@@ -66,7 +66,7 @@ def test_node_major_reads_versions_codenames_and_aliases_as_of_the_date():
     assert node_major("v18.17.0", None) == 18 and node_major("'20.x'", None) == 20 and node_major("16", None) == 16
     assert node_major("lts/hydrogen", None) == 18 and node_major("lts/Iron", None) == 20
     assert node_major("lts/*", "2023-06-01") == 18  # 20 entered LTS in October 2023
-    assert node_major("lts/*", "2023-11-01") == 20
+    assert node_major("lts/*", "2023-11-01") == 20 and node_major("lts/-1", "2023-11-01") == 18
     assert node_major("node", "2022-05-01") == 18
     assert node_major("${{ matrix.node }}", None) is None and node_major("iojs", None) is None
 
@@ -224,6 +224,10 @@ def test_without_a_runner_in_the_scripts_the_configuration_then_the_dependencies
         },
     )
     assert js_command(vite).runner == "vitest" and js_command(vite).source == "vite.config.ts"
+    assert js_command(vite).ignored == ("node run-tests.js: not a test runner's command",)
+    # An argument named like a runner is a path, not the runner.
+    tsc = tree(tmp_path / "t", {"package.json": package(scripts={"test": "npx tsc -p test/mocha"})})
+    assert detect_runner(tsc) is None
     plain_vite = tree(tmp_path / "pv", {"package.json": package(devDependencies={"mocha": "9"}), "vite.config.ts": "x"})
     assert js_command(plain_vite).source == "devDependencies"
     keyed = tree(tmp_path / "k", {"package.json": package(jest={"testEnvironment": "node"})})
