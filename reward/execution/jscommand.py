@@ -53,7 +53,7 @@ _BIN_PATH = re.compile(r"node_modules/(?:\.bin/(jest|vitest|_?mocha)|(jest|vites
 # Test runners the harness does not have: their command is not a suite it can run.
 OTHER_RUNNERS = frozenset(
     {"ava", "tap", "tape", "karma", "jasmine", "lab", "uvu", "qunit", "playwright", "cypress", "borp", "zora"}
-    | {"testem", "brittle", "web-test-runner", "wtr", "tsd", "dtslint"}
+    | {"testem", "brittle", "web-test-runner", "wtr"}
 )
 # Tools that are such a runner only through their `test` subcommand (`bun test`, not `bun run x`).
 OTHER_BY_SUBCOMMAND = frozenset({"bun", "deno", "react-scripts", "craco"})
@@ -415,6 +415,8 @@ def _node(argv: list[str], node_options: list[str]) -> tuple[str, str | None, li
         return "runner", RUNNER_BINS[name], rest[1:], [*node_options, *flags]
     if len(rest) > 1 and rest[1] in RUNNER_BINS:  # a wrapper script, then the runner by name
         return "runner", RUNNER_BINS[rest[1]], rest[2:], [*node_options, *flags]
+    if len(rest) > 1 and rest[1] in OTHER_RUNNERS:
+        return "other-runner", rest[1], [], []
     return "other", None, [], []
 
 

@@ -213,6 +213,10 @@ def test_no_runner_for_the_placeholder_and_for_a_runner_the_harness_lacks(tmp_pa
     ava = tree(tmp_path / "a", {"package.json": package(scripts={"test": "xo && ava"}, devDependencies={"mocha": "1"})})
     assert detect_runner(ava) is None
     assert "ava is not a runner the harness has" in js_command(ava).ignored[0]
+    # A type checker (dtslint) is not a runner: axios 0.27's mocha among its dependencies counts.
+    axios = {"scripts": {"test": "grunt test && dtslint"}, "devDependencies": {"mocha": "1", "karma": "1"}}
+    command = js_command(tree(tmp_path / "x", {"package.json": package(**axios)}))
+    assert (command.runner, command.source) == ("mocha", "devDependencies")
 
 
 def test_without_a_runner_in_the_scripts_the_configuration_then_the_dependencies_decide(tmp_path):
