@@ -10,15 +10,16 @@ Where the command is read, first found wins:
                 first part that starts a runner the harness has ("jest", "vitest", "mocha",
                 "node-test": `node --test`), through the launchers that only start it (`npx`,
                 `cross-env`, `nyc`, `c8`, `node wrapper.js mocha`, `node node_modules/.bin/jest`).
-                The parts before it are kept as `before` (a build, a linter: never run here); a
-                later runner part is noted in `ignored`.
+                The parts before it, and `pretest`'s, are kept as `before` (a build, a linter:
+                never run here); a later runner part is noted in `ignored`.
     config      no runner in the scripts (none, or an opaque `node test.js`): the runner's own
                 configuration file (jest.config.*, package.json's "jest", vitest.config.*,
                 vite.config.* with a `test:` section, .mocharc.*, test/mocha.opts), then the
                 runner among devDependencies / dependencies.
     none        `scripts.test` is npm's placeholder (`echo "Error: no test specified" && exit 1`),
-                or the scripts start only runners the harness does not have (ava, tap, karma...)
-                and nothing else names one: no command (runner None).
+                or the scripts start only runners the harness does not have (ava, tap, karma,
+                `bun test`...) and no configuration file names one (a runner among the
+                dependencies is then another tool's): no command (runner None).
 
 Options, per runner (OPTIONS): passed on are those that make the suite run as its maintainers
 run it (mocha's --require, --ui, --timeout, --recursive, --exit; jest's --config, --env; vitest's
@@ -31,7 +32,8 @@ the table is left out. Node's own flags set for jest or vitest (`NODE_OPTIONS=--
 modules jest`) are kept apart in `node_options`: the runner's command line cannot carry them.
 
 Positional arguments are `paths`: files, folders or globs as written (mocha's `test/unit/**/*.js`,
-jest's path patterns, vitest's filters).
+jest's path patterns, vitest's filters). npm runs a script with `sh`, which expands an unquoted
+glob itself, `**` as `*` (axios's matches test/unit/*/*.js); quoted, mocha expands it recursively.
 """
 
 from __future__ import annotations
@@ -51,8 +53,10 @@ _BIN_PATH = re.compile(r"node_modules/(?:\.bin/(jest|vitest|_?mocha)|(jest|vites
 # Test runners the harness does not have: their command is not a suite it can run.
 OTHER_RUNNERS = frozenset(
     {"ava", "tap", "tape", "karma", "jasmine", "lab", "uvu", "qunit", "playwright", "cypress", "borp", "zora"}
-    | {"testem", "brittle", "react-scripts", "web-test-runner", "wtr", "bun", "deno", "tsd", "dtslint"}
+    | {"testem", "brittle", "web-test-runner", "wtr"}
 )
+# Tools that are such a runner only through their `test` subcommand (`bun test`, not `bun run x`).
+OTHER_BY_SUBCOMMAND = frozenset({"bun", "deno", "react-scripts", "craco"})
 # Commands that only start the next word (their own options skipped): the runner may follow.
 LAUNCHERS = frozenset({"npx", "nyc", "c8", "cross-env", "cross-env-shell", "env", "dotenv", "time", "istanbul"})
 # Commands that call another script of package.json.
@@ -224,6 +228,8 @@ def _from_scripts(scripts: dict[str, str]) -> tuple[JsCommand | None, list[str]]
     before: list[str] = []
     ignored: list[str] = []
     found: JsCommand | None = None
+    # npm runs `pretest` first: a build or a linter, never the suite.
+    before += [" ".join(words) for _, words in _parts(scripts, "pretest", [], 0, set())]
     for source, words in _parts(scripts, "test", [], 0, set()):
         text = " ".join(words)
         kind, runner, argv, node_options = _classify(words)
@@ -240,8 +246,8 @@ def _from_scripts(scripts: dict[str, str]) -> tuple[JsCommand | None, list[str]]
             ignored.append(f"{text}: {runner} is not a runner the harness has")
         else:
             before.append(text)
-    if found is None:
-        return None, ignored
+    if found is None:  # each command said why it is none
+        return None, ignored + [f"{text}: not a test runner's command" for text in before]
     return JsCommand(
         found.source, found.runner, found.args, found.paths, tuple(ignored), found.node_options, tuple(before)
     ), []
@@ -288,10 +294,10 @@ def _called_scripts(words: list[str], scripts: dict[str, str]) -> list[tuple[str
     rest = words[1:]
     if rest[0] in ("run", "run-script") and len(rest) > 1:
         rest = rest[1:]
-    elif rest[0] in ("test", "t"):
+    elif rest[0] in ("test", "t") and head != "bun":  # `bun test` is bun's runner, not the script
         rest = ["test", *rest[1:]]
-    elif head == "npm":
-        return None  # npm's own commands (npm ci, npm exec)
+    elif head in ("npm", "bun"):
+        return None  # their own commands (npm ci, npm exec, bun build)
     while rest and rest[0].startswith("-"):  # yarn --silent test
         rest = rest[1:]
     if not rest or rest[0] not in scripts:
@@ -358,11 +364,11 @@ def _classify(words: list[str]) -> tuple[str, str | None, list[str], list[str]]:
     node_options = _env_node_options(words)
     rest = _strip_env(words)
     while rest:
-        head = Path(rest[0]).name
+        head = _bin(rest[0])
         if head in RUNNER_BINS:
             return "runner", RUNNER_BINS[head], rest[1:], node_options
-        if head in OTHER_RUNNERS:
-            return "other-runner", head, [], []
+        if head in OTHER_RUNNERS or (head in OTHER_BY_SUBCOMMAND and rest[1:2] == ["test"]):
+            return "other-runner", " ".join(rest[:2]) if head in OTHER_BY_SUBCOMMAND else head, [], []
         if head == "node":
             return _node(rest[1:], node_options)
         if head in LAUNCHERS or head in ("yarn", "pnpm", "bunx") or (head == "npm" and rest[1:2] == ["exec"]):
@@ -372,15 +378,21 @@ def _classify(words: list[str]) -> tuple[str, str | None, list[str], list[str]]:
     return "other", None, [], []
 
 
+def _bin(word: str) -> str:
+    """The command a word names: its file name, without an npx version (`vitest@1`)."""
+    name = Path(word).name
+    return name.split("@", 1)[0] if not name.startswith("@") else name
+
+
 def _after_launcher(words: list[str]) -> list[str]:
     """A launcher's arguments from the command it starts: its options, `VAR=x` assignments and
-    values skipped up to the first word that names a runner, `node`, or a launcher."""
+    values skipped up to the first word that names a runner, `node`, or a launcher, as a bare
+    command name (an argument such as `test/mocha` is a path, not a command) or a
+    node_modules/.bin path."""
+    commands = RUNNER_BINS.keys() | OTHER_RUNNERS | OTHER_BY_SUBCOMMAND | LAUNCHERS | {"node"}
     for i, w in enumerate(words):
-        name = Path(w).name
-        if name in RUNNER_BINS or name in OTHER_RUNNERS or name == "node" or name in LAUNCHERS:
+        if _bin(w) in commands and ("/" not in w or "node_modules/.bin/" in w):
             return words[i:]
-        if w == "exec" and i == 0:
-            continue
     return []
 
 
@@ -401,8 +413,10 @@ def _node(argv: list[str], node_options: list[str]) -> tuple[str, str | None, li
     if rest and (m := _BIN_PATH.search(rest[0])):
         name = m.group(1) or m.group(2)
         return "runner", RUNNER_BINS[name], rest[1:], [*node_options, *flags]
-    if len(rest) > 1 and Path(rest[1]).name in RUNNER_BINS:  # a wrapper script, then the runner
-        return "runner", RUNNER_BINS[Path(rest[1]).name], rest[2:], [*node_options, *flags]
+    if len(rest) > 1 and rest[1] in RUNNER_BINS:  # a wrapper script, then the runner by name
+        return "runner", RUNNER_BINS[rest[1]], rest[2:], [*node_options, *flags]
+    if len(rest) > 1 and rest[1] in OTHER_RUNNERS:
+        return "other-runner", rest[1], [], []
     return "other", None, [], []
 
 

@@ -9,8 +9,9 @@ options are jscommand.py's (testcommand.py's analogue).
                             Python, and a JavaScript library rarely carries a Python build
     node_versions(dir, date)
                             Node majors, best first:
-                              pinned   .nvmrc, .node-version, package.json's volta.node (`lts/*`
-                                       and codenames read as of the date), as the repository says
+                              pinned   .nvmrc, .node-version, asdf's .tool-versions, package.json's
+                                       volta.node (`lts/*` and codenames read as of the date), as
+                                       the repository says
                               admitted the majors package.json's engines.node admits (RANGE:
                                        >=, ^, ~, x, hyphen ranges and `||`, read per major),
                                        released by the date: those its CI tests first (GitHub
@@ -139,6 +140,10 @@ def _pins(snapshot: Path, package: dict[str, Any]) -> list[tuple[str, str]]:
             first = next((ln for ln in lines if ln), "")
             if first:
                 pins.append((name, first))
+    for line in _text(snapshot / ".tool-versions").splitlines():  # asdf's: `nodejs 14.16.0`
+        words = line.split("#")[0].split()
+        if len(words) > 1 and words[0] in ("nodejs", "node"):
+            pins.append((".tool-versions", words[1]))
     volta = package.get("volta")
     if isinstance(volta, dict) and isinstance(volta.get("node"), str):
         pins.append(("volta", volta["node"]))
@@ -156,9 +161,11 @@ def node_major(text: str, day: str | None) -> int | None:
         name = value[4:]
         if name in CODENAMES:
             return CODENAMES[name]
-        if name in ("*", "-1", "latest"):
-            lts = [m for m, d in LTS.items() if day is None or d <= day]
+        lts = [m for m, d in LTS.items() if day is None or d <= day]
+        if name in ("*", "latest"):
             return lts[-1] if lts else None
+        if name == "-1":  # the LTS before the newest
+            return lts[-2] if len(lts) > 1 else None
         return None
     if value in ("node", "latest", "current", "stable", "*"):
         out = [m for m, d in MAJORS.items() if day is None or d <= day]
@@ -380,12 +387,16 @@ def js_candidates(
 
 # Folders whose files a runner never runs as tests (data and stand-ins a test loads).
 NOT_TESTS = frozenset({"fixtures", "fixture", "__fixtures__", "__mocks__", "__snapshots__", "node_modules"})
-# Folders of a suite's helpers: their files are not tests unless named as one (`x.test.js`).
-HELPER_DIRS = frozenset({"support", "helpers", "helper", "__helpers__", "test-utils", "testutils", "utils"})
-# File stems of a suite's set-up and helper modules, likewise.
+# Folders that hold only a suite's helpers (express's test/support/env.js): their files are not
+# tests unless named as one. helpers/ and utils/ are not among them: they often mirror the
+# source's (axios's test/unit/helpers/parseProtocol.js tests lib/helpers/parseProtocol.js).
+HELPER_DIRS = frozenset({"support", "__helpers__", "test-utils", "testutils", "test-helpers"})
+# File stems of a suite's set-up modules, likewise; a stem starting with "_" is a helper by
+# convention (axios's test/specs/__helpers.js). utils.js and helpers.js are not among them:
+# express's test/utils.js tests lib/utils.js.
 HELPER_STEMS = frozenset(
     {"setup", "setuptests", "setup-tests", "globalsetup", "global-setup", "globalteardown", "global-teardown"}
-    | {"helper", "helpers", "util", "utils", "test-utils", "testutils", "test-helpers", "common", "env"}
+    | {"test-utils", "testutils", "test-helpers", "test-setup"}
 )
 _CONFIG_NAME = re.compile(r"^(jest|vitest|vite|karma|webpack|babel|rollup|mocha)\.conf(ig)?\b|^\.(eslintrc|mocharc)")
 _NAMED_TEST = re.compile(r"^(test_.*|.*_tests?\.[^.]+|.*[.-](test|spec)\.[^.]+)$")
@@ -399,10 +410,11 @@ def js_test_files(paths: list[str]) -> list[str]:
 TEST_FILE_RULES = """A JS/TS test file: an extension of JS_EXTENSIONS, not a declaration file
 (.d.ts), a test path by diffs.is_test_path (a test/, tests/, __tests__/, spec/ folder on it, or a
 test name: x.test.js, x.spec.ts, test_x.js), and none of NOT_TESTS's folders on it; in one of
-HELPER_DIRS, or with a stem of HELPER_STEMS or a tool's configuration name, only when its own name
-says test (x.test.js). Anything else under a test folder is kept: mocha's test/app.router.js is a
-test file by its folder alone, so a helper with an unusual name is run too (it registers no test:
-it adds none to the labels)."""
+HELPER_DIRS, or with a stem of HELPER_STEMS, a stem starting with "_", or a tool's configuration
+name, only when its own name says test (x.test.js). Anything else under a test folder is kept
+(conservative): mocha's test/app.router.js is a test file by its folder alone, so a helper with an
+ordinary name (axios's test/helpers/server.js) is kept too; it registers no test, so it adds no
+label, but a runner given it alone may report an empty file."""
 
 
 def is_js_test_file(path: str) -> bool:
@@ -416,7 +428,8 @@ def is_js_test_file(path: str) -> bool:
     if _NAMED_TEST.match(name):
         return True
     stem = name.split(".", 1)[0]
-    return not (any(f in HELPER_DIRS for f in folders) or stem in HELPER_STEMS or _CONFIG_NAME.match(name))
+    helper = any(f in HELPER_DIRS for f in folders) or stem in HELPER_STEMS or stem.startswith("_")
+    return not (helper or _CONFIG_NAME.match(name))
 
 
 def utc(created_at: str | None) -> str | None:

@@ -66,7 +66,7 @@ def test_node_major_reads_versions_codenames_and_aliases_as_of_the_date():
     assert node_major("v18.17.0", None) == 18 and node_major("'20.x'", None) == 20 and node_major("16", None) == 16
     assert node_major("lts/hydrogen", None) == 18 and node_major("lts/Iron", None) == 20
     assert node_major("lts/*", "2023-06-01") == 18  # 20 entered LTS in October 2023
-    assert node_major("lts/*", "2023-11-01") == 20
+    assert node_major("lts/*", "2023-11-01") == 20 and node_major("lts/-1", "2023-11-01") == 18
     assert node_major("node", "2022-05-01") == 18
     assert node_major("${{ matrix.node }}", None) is None and node_major("iojs", None) is None
 
@@ -124,6 +124,8 @@ def test_volta_and_node_version_files_pin(tmp_path):
     assert node_versions(volta, "2024-01-01T00:00:00Z")[0] == "18"
     nv = tree(tmp_path / "n", {"package.json": package(), ".node-version": "# pinned\n16\n"})
     assert node_versions(nv, "2024-01-01T00:00:00Z")[0] == "16"
+    asdf = tree(tmp_path / "a", {"package.json": package(), ".tool-versions": "python 3.11.4\nnodejs 14.16.0\n"})
+    assert node_versions(asdf, "2022-09-13T00:00:00Z")[0] == "14"  # date-fns 2.29.3: not 18, the newest
     old = tree(tmp_path / "o", {"package.json": package(), ".nvmrc": "8\n"})  # too old: not a pin here
     assert node_versions(old, "2019-01-01T00:00:00Z")[0] == "10"
 
@@ -192,6 +194,16 @@ def test_node_test_vitest_run_and_run_s_globs(tmp_path):
     assert (command.runner, command.node_options) == ("jest", ("--experimental-vm-modules",))
 
 
+def test_pretest_and_a_subcommand_tool_are_steps_before_not_runners(tmp_path):
+    scripts = {"pretest": "npm run build", "build": "bun run compile", "test": "npx -y vitest@1 run"}
+    command = js_command(tree(tmp_path / "b", {"package.json": package(scripts=scripts)}))
+    assert (command.runner, command.before) == ("vitest", ("bun run compile",))
+    bun = tree(tmp_path / "t", {"package.json": package(scripts={"test": "bun test"}, devDependencies={"jest": "1"})})
+    assert detect_runner(bun) is None and js_command(bun).ignored == (
+        "bun test: bun test is not a runner the harness has",
+    )
+
+
 def test_no_runner_for_the_placeholder_and_for_a_runner_the_harness_lacks(tmp_path):
     placeholder = {"test": 'echo "Error: no test specified" && exit 1'}
     snapshot = tree(tmp_path / "p", {"package.json": package(scripts=placeholder, devDependencies={"jest": "29"})})
@@ -201,6 +213,10 @@ def test_no_runner_for_the_placeholder_and_for_a_runner_the_harness_lacks(tmp_pa
     ava = tree(tmp_path / "a", {"package.json": package(scripts={"test": "xo && ava"}, devDependencies={"mocha": "1"})})
     assert detect_runner(ava) is None
     assert "ava is not a runner the harness has" in js_command(ava).ignored[0]
+    # A type checker (dtslint) is not a runner: axios 0.27's mocha among its dependencies counts.
+    axios = {"scripts": {"test": "grunt test && dtslint"}, "devDependencies": {"mocha": "1", "karma": "1"}}
+    command = js_command(tree(tmp_path / "x", {"package.json": package(**axios)}))
+    assert (command.runner, command.source) == ("mocha", "devDependencies")
 
 
 def test_without_a_runner_in_the_scripts_the_configuration_then_the_dependencies_decide(tmp_path):
@@ -212,6 +228,10 @@ def test_without_a_runner_in_the_scripts_the_configuration_then_the_dependencies
         },
     )
     assert js_command(vite).runner == "vitest" and js_command(vite).source == "vite.config.ts"
+    assert js_command(vite).ignored == ("node run-tests.js: not a test runner's command",)
+    # An argument named like a runner is a path, not the runner.
+    tsc = tree(tmp_path / "t", {"package.json": package(scripts={"test": "npx tsc -p test/mocha"})})
+    assert detect_runner(tsc) is None
     plain_vite = tree(tmp_path / "pv", {"package.json": package(devDependencies={"mocha": "9"}), "vite.config.ts": "x"})
     assert js_command(plain_vite).source == "devDependencies"
     keyed = tree(tmp_path / "k", {"package.json": package(jest={"testEnvironment": "node"})})
@@ -287,7 +307,10 @@ def test_js_test_files_keep_tests_and_leave_out_fixtures_helpers_and_declaration
         "src/parse.test.tsx",
         "lib/util.spec.mjs",
         "test/support/env.js",  # express's mocha --require
-        "test/helpers/server.test.js",  # named as a test: kept
+        "test/support/server.test.js",  # named as a test: kept
+        "test/utils.js",  # express: tests lib/utils.js
+        "test/unit/helpers/parseProtocol.js",  # axios: tests lib/helpers/parseProtocol.js
+        "test/specs/__helpers.js",  # "_": a helper by convention
         "test/fixtures/app.test.js",  # a fixture a test loads
         "src/__mocks__/fs.js",
         "test/setup.ts",
@@ -302,5 +325,7 @@ def test_js_test_files_keep_tests_and_leave_out_fixtures_helpers_and_declaration
         "src/__tests__/parse.ts",
         "src/parse.test.tsx",
         "lib/util.spec.mjs",
-        "test/helpers/server.test.js",
+        "test/support/server.test.js",
+        "test/utils.js",
+        "test/unit/helpers/parseProtocol.js",
     ]
