@@ -136,8 +136,9 @@ class Toolchains:
 
     def _resolve(self, package: str, requested: str) -> str:
         spec = requested if requested.count(".") == 2 else f"{requested}.x"
+        self.root.mkdir(parents=True, exist_ok=True)
         try:
-            out = _run(["npm", "view", f"{package}@{spec}", "version", "--json"], self.root.parent, self.timeout_s)
+            out = _run(["npm", "view", f"{package}@{spec}", "version", "--json"], self.root, self.timeout_s)
         except RuntimeError as exc:
             raise InterpreterUnavailable(f"node {requested}: the registry has no {package} for it ({exc})") from None
         found = json.loads(out or "null")
@@ -239,9 +240,21 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
         flags = ["--frozen-lockfile", "--ignore-scripts", "--non-interactive", "--no-progress", *folder]
         _run(["node", yarn, "install", *flags], dest, timeout_s)
         return "yarn install"
-    dated = [f"--before={before}"] if before else []
-    _run(["npm", "install", "--ignore-scripts", "--no-package-lock", *dated, *quiet, *cache], dest, timeout_s)
-    return "npm install --before"
+    install = ["npm", "install", "--ignore-scripts", "--no-package-lock", *quiet, *cache]
+    if before:
+        try:
+            _run([*install, f"--before={before}"], dest, timeout_s)
+            return "npm install --before"
+        except RuntimeError as exc:
+            # A version the range names was published before the date, yet npm finds none: a
+            # registry whose publication times are not the packages' own (a mirror's import
+            # date: express 4.18.2 reads 2024-03-09 for 2022-10-08) fails `--before` on it.
+            # Resolved without the date, and said.
+            if "ETARGET" not in str(exc) and "ENOVERSIONS" not in str(exc):
+                raise
+            log.info("[node] npm install --before=%s found no version (%s): resolved undated", before, _first(exc))
+    _run(install, dest, timeout_s)
+    return "npm install (undated)"
 
 
 def _yarn(tools: Path, timeout_s: float) -> str:
@@ -347,6 +360,10 @@ def _extract(archive: Path, dest: Path) -> None:
                 continue
             member.name = str(PurePosixPath(*parts[1:]))
             tar.extract(member, dest, filter="tar")
+
+
+def _first(exc: Exception) -> str:
+    return next((line for line in str(exc).splitlines() if "notarget" in line), str(exc).splitlines()[0])
 
 
 def _tail(text: str, lines: int = 8) -> str:

@@ -59,6 +59,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -161,6 +162,9 @@ def _regular(path: Path) -> bool:
         return False
 
 
+# The record a JavaScript run's guard writes for a runner that exited before its first test
+# (js/swe_rl_guard.cjs: mocha, when a test file fails to load).
+LOAD_FAILURE = "(load)"
 ENV_MARKS = ("{env}", "{python}")  # what the environment's and the interpreter's prefixes read as in test ids
 
 
@@ -370,6 +374,8 @@ class Runner:
             return fail("tampered", str(exc), resolved=False, **done)
         outcomes = stable_ids(checked, prefixes)
         why = stable_ids({k: v for k, v in report.failures.items() if k in checked}, prefixes)
+        if LOAD_FAILURE in why:  # a JavaScript runner that stopped before its first test: its own words
+            why[LOAD_FAILURE] = _error_line(done["log"])
         verdict = resolved(inst, outcomes) if own_tests else None
         done["covered"] = report.covered or {}
         return TestRun(job.job_id, inst.instance_id, "ok", outcomes, verdict, None, **done, failures=why)
@@ -428,6 +434,13 @@ def _applied(snapshot: Path, patch: str, changes: dict[str, str | None]) -> dict
         deleted = content == "" and not any(fp.new_path == rel for fp in file_patches)
         result[rel] = None if deleted else content
     return result
+
+
+def _error_line(log: str) -> str:
+    """The first line of the output naming an error (`Error: Cannot find module ...`, node's
+    `SyntaxError: ...`), else the last line: what stopped a runner before its first test."""
+    found = re.search(r"^.*\b[A-Za-z]*Error\b:? .*$", log, re.MULTILINE)
+    return found.group(0).strip()[:300] if found else _last_line(log)
 
 
 def _last_line(log: str) -> str:

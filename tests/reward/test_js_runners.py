@@ -163,3 +163,15 @@ def test_an_agent_episode_in_a_javascript_repository_runs_its_tests_edits_and_re
     assert "Output:\n3\n" in before and "Ran all test suites" in before  # the bug, and jest ran
     assert "Output:\n-1\n" in after
     assert result["resolved"] is True and result["rewards"] == {"tests": 1.0, "similarity": 1.0}
+
+
+def test_a_test_file_that_fails_to_load_is_a_collection_error_not_a_lost_run(runner):
+    """mocha stops before its first test when a file cannot load (a test patch importing a
+    module only the fix adds): the run still ends with its report, the tests not passing, the
+    runner's own error as the reason, as pytest's collection errors are."""
+    broken = jsrepos.suite("mocha", True).replace("require('../lib/add')", "require('../lib/missing')")
+    inst = jsrepos.instance("mocha", test_patch=make_patch({TEST: jsrepos.suite("mocha", False)}, {TEST: broken}))
+    run = runner.run(TestJob(inst, inst.patch))
+    assert run.status == "ok" and run.resolved is False, (run.status, run.reason)
+    assert run.outcomes == {"(load)": "error"}
+    assert "Cannot find module '../lib/missing'" in run.failures["(load)"]

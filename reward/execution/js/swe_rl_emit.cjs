@@ -10,10 +10,14 @@ const ROOT = '/testbed';
 const fd = Number(process.env.SWE_RL_REPORT_FD);
 const writeSync = fs.writeSync; // as it was when the reporter loaded, before any test
 const seen = new Map();
+// What the guard reads at the process's exit (swe_rl_guard.cjs): records written, the end said.
+const STATE = Symbol.for('swe-rl.state');
+const state = globalThis[STATE] || (globalThis[STATE] = { records: 0, ended: false });
 
 function write(record) {
   if (!Number.isInteger(fd) || fd < 0) return;
   writeSync(fd, JSON.stringify(record) + '\n');
+  state.records += 1;
 }
 
 function rel(file) {
@@ -50,6 +54,7 @@ function exit(code) {
   const guard = globalThis[Symbol.for('swe-rl.guard')];
   if (typeof guard === 'function') guard(); // its finding goes before the session's end
   write({ exit: code });
+  state.ended = true;
 }
 
 module.exports = { write, rel, test, collect, message, exit };

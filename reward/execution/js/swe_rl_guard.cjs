@@ -42,5 +42,21 @@ if (!globalThis[KEY]) {
     }
   };
   Object.defineProperty(globalThis, KEY, { value: check, enumerable: false, writable: false, configurable: false });
-  process.on('exit', check);
+  process.on('exit', (code) => {
+    check();
+    // A runner that stops before its first test (mocha, when a test file fails to load: the
+    // import of a module the fix adds) never starts its reporter: its end is said here, with
+    // the failure, as pytest reports a collection error. Once a test was reported, an exit
+    // without the reporter's end stays a run that did not end by itself.
+    const state = globalThis[Symbol.for('swe-rl.state')];
+    if (first && Number.isInteger(fd) && fd >= 0 && !(state && (state.ended || state.records))) {
+      try {
+        const why = `the test runner exited ${code} before its first test`;
+        writeSync(fd, JSON.stringify({ id: '(load)', when: 'collect', outcome: 'failed', message: why }) + '\n');
+        writeSync(fd, JSON.stringify({ exit: typeof code === 'number' ? code : 1 }) + '\n');
+      } catch (error) {
+        // the stream is closed: the run is no_report
+      }
+    }
+  });
 }
