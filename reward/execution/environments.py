@@ -444,8 +444,8 @@ class Environments:
                 raise EnvironmentFailed(f"install the dependencies (on the host, scripts off): {exc}") from None
             toolchain = Path(binary).parent.parent
             try:
-                node.sandboxed_rebuild(binary, layer, () if str(toolchain) == "/usr" else (str(toolchain),),
-                                       self.build_timeout_s)  # fmt: skip
+                ro = () if str(toolchain) == "/usr" else (str(toolchain),)
+                node.sandboxed_rebuild(binary, version, layer, ro, tools, self.build_timeout_s)
             except RuntimeError as exc:
                 raise EnvironmentFailed(f"{node.REBUILD}: {exc}") from None
             # The manifests copied for the host step go: the runs read the snapshot's own.

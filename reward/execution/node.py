@@ -65,6 +65,12 @@ LOCK_FILES = (("package-lock.json", "npm"), ("npm-shrinkwrap.json", "npm"), ("ya
 # yarn 1 (the only version that reads a v1 yarn.lock without its own install step), from the
 # npm registry as a package, never a downloaded binary.
 YARN = "yarn@1.22.22"
+# The npm that runs the sandboxed rebuild on each toolchain (newest first: the lowest Node major
+# it runs on). The host's npm only lays files out; the rebuild runs on the run's own node, and
+# an npm newer than that node does not start (npm 11 on node 16; npm 7 on node 10).
+NPM_FOR_NODE = ((20, "npm@10.9.2"), (18, "npm@9.9.4"), (14, "npm@8.19.4"), (0, "npm@6.14.18"))
+# What makes a dependency need the rebuild: an install script of its own, or a native addon.
+_INSTALL_SCRIPTS = ("preinstall", "install", "postinstall")
 _MACHINES = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
 _VERSION = re.compile(r"^v?(\d+)(?:\.(\d+)\.(\d+))?$")
 # Bounds on the workspaces' package.json files copied for the host step.
@@ -259,24 +265,65 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
 
 def _yarn(tools: Path, timeout_s: float) -> str:
     """yarn 1's CLI script, from the npm registry's package, unpacked once under `tools`."""
-    dest = tools / YARN.replace("@", "-")
-    script = dest / "bin" / "yarn.js"
+    return str(_package(tools, YARN, timeout_s) / "bin" / "yarn.js")
+
+
+def npm_for(version: str) -> str:
+    """The npm package (NPM_FOR_NODE) whose CLI runs on Node `version` ("18.20.8")."""
+    major = int(version.split(".")[0])
+    return next(npm for lowest, npm in NPM_FOR_NODE if major >= lowest)
+
+
+def _package(tools: Path, spec: str, timeout_s: float) -> Path:
+    """A tool published as an npm package (`yarn@1.22.22`, `npm@8.19.4`: their CLIs ship with
+    their dependencies inside), unpacked once under `tools`; its folder."""
+    dest = tools / spec.replace("@", "-")
     with locked(dest):
-        if not script.is_file():
+        if not (dest / "package.json").is_file():
             dest.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(prefix=".yarn.", dir=dest.parent) as tmp:
-                packed = _run(["npm", "pack", "--silent", YARN], Path(tmp), timeout_s)
+            with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=dest.parent) as tmp:
+                packed = _run(["npm", "pack", "--silent", spec], Path(tmp), timeout_s)
                 _extract(Path(tmp) / packed.strip().splitlines()[-1], Path(tmp) / "unpacked")
                 os.replace(Path(tmp) / "unpacked", dest)
-    return str(script)
+    return dest
 
 
-def sandboxed_rebuild(node: str, folder: Path, ro: tuple[str, ...], timeout_s: float) -> None:
+def needs_rebuild(folder: Path) -> bool:
+    """Whether a dependency in folder/node_modules has an install script or a native addon
+    (binding.gyp): what the sandboxed rebuild is for. Most suites' trees have none."""
+    for root, dirs, files in os.walk(folder / "node_modules"):  # links (a workspace's) are not followed
+        if "binding.gyp" in files:
+            return True
+        here = Path(root)
+        package = here.parent.name == "node_modules" or (
+            here.parent.name.startswith("@") and here.parent.parent.name == "node_modules"
+        )
+        if package and "package.json" in files:
+            try:
+                scripts = json.loads((Path(root) / "package.json").read_text(encoding="utf-8")).get("scripts")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(scripts, dict) and any(name in scripts for name in _INSTALL_SCRIPTS):
+                return True
+        dirs[:] = [d for d in dirs if d not in (".bin", ".cache")]
+    return False
+
+
+def sandboxed_rebuild(
+    node: str, version: str, folder: Path, ro: tuple[str, ...], tools: Path, timeout_s: float
+) -> None:
     """`npm rebuild` of the dependencies in `folder`, in the sandbox without network: their
-    install scripts and native builds run as nobody, `folder` the one host folder they write.
+    install scripts and native builds run as nobody, `folder` the one host folder they write,
+    by the npm that runs on this node (the machine's own with its node, else npm_for's). Nothing
+    to do when no dependency needs it.
     Raises RuntimeError with the tool's last lines."""
-    npm_cli = Path(os.path.realpath(shutil.which("npm") or "/usr/bin/npm"))
-    cli = npm_cli if npm_cli.suffix == ".js" else npm_cli.parent / "npm-cli.js"
+    if not needs_rebuild(folder):
+        return
+    host = host_node()
+    if host is not None and host[0] == node:  # the machine's node: the npm installed with it
+        cli = Path(os.path.realpath(shutil.which("npm") or "/usr/bin/npm"))
+    else:
+        cli = _package(tools, npm_for(version), timeout_s) / "bin" / "npm-cli.js"
     toolchain = Path(node).parent.parent
     for path in [folder, *folder.rglob("*")]:  # the host's install wrote them as root (lchown: links too)
         identity.give(path)
