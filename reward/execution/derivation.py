@@ -15,7 +15,8 @@ It fails at a stage:
     baseline      the tests did not run (pytest could not start or collect: no_report, a
                   timeout, ...), or ran and `unusable` says why they do not count: no test
                   collected, most tests erroring (an import that fails at collection), no test
-                  passing
+                  passing. A JavaScript runner that stopped before its first test (mocha, at a
+                  test file importing a module only the fix adds) is asked again with the fix
 
 After a baseline whose tests could not import a package, the candidates of the same requirement
 set go last (another interpreter would miss the package too); after a failed build of the
@@ -47,7 +48,7 @@ from conf.io import write_text
 from data.schema import Instance
 from reward.execution import environments
 from reward.execution.environments import EnvSpec, derive_candidates
-from reward.execution.runner import Runner, TestJob
+from reward.execution.runner import LOAD_FAILURE, Runner, TestJob
 from reward.execution.testcommand import TestCommand, own_command
 
 log = logging.getLogger(__name__)
@@ -222,6 +223,11 @@ class Deriver:
         clock = time.monotonic()
         job = TestJob(replace(instance, environment=spec.to_json()), "", job_id=f"derive/{k}", tests=tests)
         run = self.runner.run(job)
+        if run.status == "ok" and set(run.outcomes) == {LOAD_FAILURE} and instance.patch:
+            # A JavaScript runner stopped before its first test, the tests importing what only
+            # the fix adds (mocha stops at the first file that cannot load, where pytest reports
+            # that file and goes on): whether this environment runs them is asked with the fix.
+            run = self.runner.run(replace(job, patch=instance.patch, job_id=f"derive/{k}/fixed"))
         seconds, build_s = round(time.monotonic() - clock, 1), round(run.env_build_s, 1)
         stage = STAGES.get(run.status, "baseline")
         if run.status != "ok":
