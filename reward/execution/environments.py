@@ -113,7 +113,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from conf.io import locked
-from reward.execution import candidates, declared, identity, jsenv, node, repos, sandbox, testcommand
+from reward.execution import candidates, declared, identity, jscommand, jsenv, node, repos, sandbox, testcommand
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed_for
 from reward.execution.runners import RUNNERS, runner_for
 
@@ -246,6 +246,11 @@ class EnvSpec:
     # A JavaScript/TypeScript environment's Node version ("20", "18.19.0", "host"; node.py);
     # None: a Python one. With it, `install` is "lock" (the lock file's dependencies) or "none".
     node: str | None = None
+    # The runner's own selection of test files as the repository's command writes it (files,
+    # folders, globs: axios's `test/unit/**/*.js`; jscommand.py): a test patch's file outside
+    # it is another runner's (axios's test/specs/: karma's, in a browser) and is not run. ()
+    # = every file of the runner's language. Not part of the build.
+    test_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.runner not in RUNNERS:
@@ -267,7 +272,7 @@ class EnvSpec:
         unknown = set(raw) - set(cls.__dataclass_fields__)
         if unknown:
             raise ValueError(f"environment: unknown keys {sorted(unknown)}")
-        for key in ("requirements", "pythonpath", "extras", "undated", "runner_args", "services"):
+        for key in ("requirements", "pythonpath", "extras", "undated", "runner_args", "services", "test_paths"):
             if key in raw:
                 raw[key] = tuple(raw[key])
         return cls(**raw)
@@ -281,14 +286,16 @@ class EnvSpec:
         """What the environment's build depends on: the spec without its test command and its
         services (one environment serves every runner; services run from venvs of their own),
         so the keys of environments built before those fields existed stay what they were."""
-        fields = {k: v for k, v in self._fields().items() if k not in ("runner", "runner_args", "services")}
+        fields = {
+            k: v for k, v in self._fields().items() if k not in ("runner", "runner_args", "services", "test_paths")
+        }
         return json.dumps(fields, sort_keys=True)
 
     def _fields(self) -> dict[str, Any]:
         fields = asdict(self)
         if self.runner == "pytest" and not self.runner_args:
             del fields["runner"], fields["runner_args"]
-        for name in ("services", "version", "node"):
+        for name in ("services", "version", "node", "test_paths"):
             if not fields[name]:
                 del fields[name]
         if self.build_requires:  # the default: specs written before the field read and hash as before
@@ -847,11 +854,14 @@ def derive_candidates(snapshot: Path, created_at: str | None, repo: str, limit: 
 
     A JavaScript or TypeScript repository (jsenv.is_javascript: a package.json and no Python
     project) gets jsenv.js_candidates': Node versions best first with its runner and options
-    (jscommand.py), its lock file installed ("lock"), the sandbox's own loopback up (test
-    suites serve on 127.0.0.1 as a rule: supertest, a local http server).
+    (jscommand.py), its lock file installed ("lock"), the command's own selection of test files
+    (test_paths), the sandbox's own loopback up (test suites serve on 127.0.0.1 as a rule:
+    supertest, a local http server).
     """
     if jsenv.is_javascript(snapshot):
-        return [(why, _js_spec(fields)) for why, fields in jsenv.js_candidates(snapshot, created_at, repo, limit)]
+        paths = jscommand.js_command(snapshot).paths
+        found = jsenv.js_candidates(snapshot, created_at, repo, limit)
+        return [(why, _js_spec({**fields, "test_paths": list(paths)})) for why, fields in found]
     date = _utc(created_at)
     compiled = [v for f in declared.requirement_files(snapshot) if (v := declared.compiled_with(_text(snapshot, f)))]
     pythons = candidates.interpreters(

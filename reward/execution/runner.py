@@ -80,7 +80,7 @@ from reward.execution.environments import (
 )
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
-from reward.execution.runners import PROBE_FILE, harness_files, runner_for
+from reward.execution.runners import PROBE_FILE, harness_files, runner_for, selected
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
@@ -301,6 +301,11 @@ class Runner:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s, guarded=guarded)
+        if spec.test_paths and not job.tests:  # the runner's own selection (a JavaScript command's globs)
+            outside, tests = tests, [t for t in tests if selected(t, spec.test_paths)]
+            if not tests:
+                why = f"none of {outside[:3]} is in the runner's selection {list(spec.test_paths)}"
+                return fail("no_tests", why, env_build_s=env.built_s, guarded=guarded)
         changes = {**env.generated, **changes}  # the build's version modules (environments.py), then the patches
         argv, canaries = command(env.python, spec, tests)
         if not argv:

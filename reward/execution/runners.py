@@ -30,6 +30,7 @@ everything the command starts is runner.py's and docs/security.md's.
 from __future__ import annotations
 
 import functools
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
@@ -232,6 +233,48 @@ class Vitest(JavaScriptRunner):
     def argv(self, runner_args: tuple[str, ...]) -> list[str]:
         reporter = f"--reporter={HARNESS_DIR}/vitest_reporter.mjs"
         return ["node_modules/.bin/vitest", "run", "--watch=false", *runner_args, reporter]
+
+
+def selected(path: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a repository path is in a runner's selection as its command writes it: a file, a
+    folder (everything under it), or a glob (`**` any folders, `*` and `?` within one,
+    `{a,b}` either). No pattern: every path."""
+    if not patterns:
+        return True
+    for pattern in patterns:
+        pattern = pattern.removeprefix("./").rstrip("/")
+        if not re.search(r"[*?{\[]", pattern):
+            if path == pattern or path.startswith(pattern + "/"):
+                return True
+        elif _glob(pattern).fullmatch(path):
+            return True
+    return False
+
+
+@functools.cache
+def _glob(pattern: str) -> re.Pattern[str]:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "{" and "}" in pattern[i:]:
+            end = pattern.index("}", i)
+            out.append("(?:" + "|".join(re.escape(a) for a in pattern[i + 1 : end].split(",")) + ")")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 def _plain_js(suffix: str) -> str:

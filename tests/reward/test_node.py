@@ -81,3 +81,23 @@ def test_a_package_tarball_unpacks_its_package_folder_and_nothing_outside(tmp_pa
     node._extract(archive, tmp_path / "out")
     assert sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*")) == ["bin", "bin/node"]
     assert not (tmp_path / "evil").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "patterns", "expected"),
+    [
+        ("test/unit/a/b.js", ("test/unit/**/*.js",), True),
+        ("test/unit/b.js", ("test/unit/**/*.js",), True),
+        ("test/specs/b.spec.js", ("test/unit/**/*.js",), False),
+        ("test/app.js", ("test/",), True),
+        ("test/app.js", ("./test",), True),
+        ("testing/app.js", ("test",), False),
+        ("src/x.test.ts", ("src/**/*.{test,spec}.ts",), True),
+        ("src/x.spec.tsx", ("src/**/*.{test,spec}.ts",), False),
+        ("anything.js", (), True),
+    ],
+)
+def test_the_runners_selection_reads_files_folders_and_globs(path, patterns, expected):
+    from reward.execution.runners import selected
+
+    assert selected(path, patterns) is expected
