@@ -301,7 +301,7 @@ class Runner:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         if not tests:
             return fail("no_tests", "the instance has no test patch", env_build_s=env.built_s, guarded=guarded)
-        if spec.test_paths and not job.tests:  # the runner's own selection (a JavaScript command's globs)
+        if spec.test_paths:  # the runner's own selection (a JavaScript command's globs)
             outside, tests = tests, [t for t in tests if selected(t, spec.test_paths)]
             if not tests:
                 why = f"none of {outside[:3]} is in the runner's selection {list(spec.test_paths)}"
