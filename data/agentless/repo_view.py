@@ -9,17 +9,22 @@ Two sources, the same two the sandbox's snapshots use (reward/execution/snapshot
     git    a local clone (`git=` / `--git`, found by repository name as the snapshots find it):
            `git ls-tree` and `git cat-file` at `base_commit`, nothing checked out
 
-Shown files (`is_source`): Python sources (`.py`, `.pyi`, `.pyx`) outside vendored, generated
-and build directories. Vendored directories are found by name, as no tree records what it
-copied: `vendor`, `_vendor`, `third_party` and the like anywhere, and `packages`, `extern`,
-`externals` below the top level (where a package keeps its copies, as requests did in
-`requests/packages/`), not at the root (a monorepo's `packages/NAME/` is its own code). The
-paper's Agentless also shows only Python files; binary files are excluded by construction, and
-a file that does not decode as UTF-8 reads as None.
+Shown files (`is_source`): Python sources (`.py`, `.pyi`, `.pyx`) and JavaScript/TypeScript
+sources (`.js .jsx .mjs .cjs .ts .tsx .mts .cts`) outside vendored, generated and build
+directories; for JavaScript also not declaration files (`.d.ts`), minified bundles (`.min.js`)
+nor `coverage/`, `bower_components/` and the like (JS_SKIPPED_DIRS: only a JavaScript file's
+folders are checked against them, as a Python package may be named `coverage/`). Vendored
+directories are found by name, as no tree records what it copied: `vendor`, `_vendor`,
+`third_party` and the like anywhere, and `packages`, `extern`, `externals` below the top level
+(where a package keeps its copies, as requests did in `requests/packages/`), not at the root (a
+monorepo's `packages/NAME/` is its own code). The paper's Agentless shows only Python files
+(its benchmark is Python's); binary files are excluded by construction, and a file that does
+not decode as UTF-8 reads as None.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +33,9 @@ from data.git.repo import GitError, Repo
 from data.patching import created_files
 from data.schema import Instance
 
-SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyx")
+# reward/execution/runners.JS_SUFFIXES's list (this layer cannot import the harness's).
+JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 # Directory names whose files are not the project's own code (vendored copies, build outputs,
 # caches, environments): shown, they fill the tree with files no fix touches.
 SKIPPED_DIRS = frozenset(
@@ -59,6 +66,12 @@ SKIPPED_DIRS = frozenset(
 NESTED_VENDOR_DIRS = frozenset({"packages", "extern", "externals"})
 # Generated modules, by their name's ending (protocol buffers, parser tables, version files).
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi", "parsetab.py", "_version.py")
+# JavaScript files that are not the project's source: TypeScript declarations (written for or
+# generated from the code, never where a fix goes) and minified bundles.
+JS_GENERATED = re.compile(r"\.d\.[mc]?ts$|[.-]min\.[mc]?js$")
+# Folders of a JavaScript project's outputs and installed copies (coverage reports, bower's and
+# jspm's packages, yarn's cache), beside SKIPPED_DIRS.
+JS_SKIPPED_DIRS = frozenset({"coverage", ".nyc_output", "bower_components", "jspm_packages", ".yarn", ".next", ".nuxt"})
 
 
 class RepoUnavailable(RuntimeError):
@@ -68,9 +81,12 @@ class RepoUnavailable(RuntimeError):
 def is_source(path: str) -> bool:
     """Whether a repository path is shown to the model (see the module docstring)."""
     parts = path.split("/")
-    if not parts[-1].endswith(SOURCE_SUFFIXES) or parts[-1].endswith(GENERATED_SUFFIXES):
+    name, dirs = parts[-1], parts[:-1]
+    if name.endswith(JS_SUFFIXES):
+        if JS_GENERATED.search(name) or any(part in JS_SKIPPED_DIRS for part in dirs):
+            return False
+    elif not name.endswith(PYTHON_SUFFIXES) or name.endswith(GENERATED_SUFFIXES):
         return False
-    dirs = parts[:-1]
     if any(part in SKIPPED_DIRS or part.endswith(".egg-info") for part in dirs):
         return False
     return not any(part in NESTED_VENDOR_DIRS for part in dirs[1:])
