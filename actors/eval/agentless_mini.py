@@ -61,7 +61,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from actors.eval.agentless_sandbox import Case, RunJobs, fallback_figures, rerank, run_tests
+from actors.eval.agentless_sandbox import Case, RunJobs, case_repro_target, fallback_figures, rerank, run_tests
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
 from actors.observe.phases import PhaseTimer
@@ -211,16 +211,17 @@ def write_repro_tests(cfg: EvalConfig, cases: list[Case], gen: Generator) -> lis
         return []
     prompts = []
     for case in cases:
+        target = case_repro_target(case)
         files = {p: c for p in case.localized if (c := case.view.read(p)) is not None}
-        ids = gen.encode(repro_messages(case.instance.problem_statement, files))
+        ids = gen.encode(repro_messages(case.instance.problem_statement, files, target))
         if ids is not None:
-            prompts.append((case, ids))
-    answers = gen("reproduce", [(c.iid, ids) for c, ids in prompts], cfg.repro_tests, cfg.rollout.temperature)
+            prompts.append((case, target, ids))
+    answers = gen("reproduce", [(c.iid, ids) for c, _, ids in prompts], cfg.repro_tests, cfg.rollout.temperature)
     written = []
-    for (case, _), texts in zip(prompts, answers, strict=True):
-        tests = [t for text in texts if (t := read_test_file(text)) is not None]
+    for (case, target, _), texts in zip(prompts, answers, strict=True):
+        tests = [t for text in texts if (t := read_test_file(text, target)) is not None]
         case.repro_written = len(tests)
-        written += [(case, repro_test_patch(t)) for t in tests]
+        written += [(case, repro_test_patch(t, target.path)) for t in tests]
     return written
 
 
