@@ -79,6 +79,7 @@ from reward.apply import apply_edits
 from reward.execution.environments import EnvSpec
 from reward.execution.predictions import report
 from reward.execution.runner import HOST_DEMO_SPEC
+from reward.execution.runners import runner_for
 from reward.execution.snapshots import clone_map
 from reward.parse import Rejected, parse_output
 from reward.rerank import deduplicate, patch_key
@@ -240,7 +241,7 @@ def open_cases(cfg: EvalConfig) -> tuple[list[Case], dict[str, Any]]:
             continue
         spec = EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC
         try:
-            view = open_view(instance, spec.snapshot, clones)
+            view = open_view(instance, spec.snapshot, clones, runner_for(spec.runner).language)
         except RepoUnavailable as exc:
             log.warning("[agentless] %s: skipped (%s)", instance.instance_id, exc)
             counts["no_repository"] += 1

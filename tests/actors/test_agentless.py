@@ -217,8 +217,8 @@ def test_a_javascript_repository_goes_through_every_sandbox_stage_on_its_own_run
         "fix": jsrepos.FIX,
     }
     answers = {k: oracle_answer(inst.code_context, {"lib/add.js": v}) for k, v in versions.items()}
-    view = files_view(inst)
-    assert "lib/add.js" in view.files and "package-lock.json" not in view.files
+    view = files_view(inst, "javascript")
+    assert view.files == ["lib/add.js", "test/add.test.js"]
     case = Case(inst, view, changed_paths(inst, view.files))
     cfg = _cfg(tiny, "group_size=4", "repro_tests=2", "oracle_localize=true")
     gen = Scripted(cfg, {

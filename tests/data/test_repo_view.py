@@ -54,8 +54,11 @@ def test_javascript_sources_are_shown_but_not_their_builds_declarations_bundles_
         "package.json",
         "README.md",
     ]
-    assert [p for p in shown + hidden if is_source(p)] == shown
-    assert is_source("coverage/control.py")  # coveragepy's own package: JS's skipped folders are JS's only
+    assert [p for p in shown + hidden if is_source(p, "javascript")] == shown
+    # A Python repository shows no JavaScript (Django's admin scripts), a JavaScript one no Python;
+    # JavaScript's skipped folders are its own (coveragepy's package is coverage/).
+    assert not is_source("django/contrib/admin/static/admin/js/actions.js") and not is_source("x.py", "javascript")
+    assert is_source("coverage/control.py")
 
 
 def test_vendored_packages_below_the_top_level_are_hidden_but_a_monorepos_are_shown():
