@@ -6,15 +6,18 @@
 Per instance that carries FAIL_TO_PASS (validated data; the others are counted and skipped):
 
     localize    the model reads the issue and the repository's tree (data/agentless/repo_view.py: the
-                base commit's Python sources, from the demo snapshot or a local clone) and names
+                base commit's sources in the language of the instance's test runner, Python or
+                JavaScript/TypeScript, from the demo snapshot or a local clone) and names
                 the files to change; the first `localize_top` that exist are kept, the others
                 counted (data/context/file_picks.py). One greedy answer.
     repair      `group_size` answers in the training prompt (data/prompt.py, files shuffled) with
                 the localized files whole, as many as fit `max_prompt_tokens`, in rank order;
                 edits applied (reward/apply.py), patches normalized and de-duplicated, votes
                 counted (reward/rerank.py)
-    reproduce   `repro_tests` sampled pytest files (data/agentless/prompts.py); one is kept when
-                it runs and fails on the original code in the sandbox
+    reproduce   `repro_tests` sampled test files (data/agentless/prompts.py: pytest's at the
+                root, or one for the instance's JavaScript runner beside its tests,
+                agentless_sandbox.case_repro_target); one is kept when it runs and fails on the
+                original code in the sandbox
     regression  each candidate with the instance's test patch: the candidate survives when
                 every PASS_TO_PASS test passes (only those outcomes are read); an instance
                 without PASS_TO_PASS falls back on the repository's own test files that import
