@@ -85,21 +85,25 @@ def is_test(runner: TestRunner) -> Callable[[str], bool]:
 
 def case_repro_target(case: Case) -> ReproTarget:
     """Where the instance's reproduction tests go (data/agentless/prompts.repro_target). For a
-    JavaScript runner, beside a test file of the repository: the instance's labelled test files
-    that exist at the base commit (the suite the regression stage runs anyway), else one of the
-    folder that holds most of the repository's test files."""
+    JavaScript runner, beside the repository's test files in the folder of the instance's first
+    labelled test file that exists at the base commit (where its runner's settings surely take
+    tests), else in the folder that holds most of them. The prompt names the folder's first
+    test file as the example, not the labelled one: it says no more of the instance's tests
+    than their folder, and the tree the model localized on showed that file already."""
     name, runner = test_runner(case.instance)
     if runner.language != "javascript":
         return repro_target(runner.language, name, [])
-    shown = set(case.view.files)
-    known = [f for f in labelled_files(case.instance, runner.suffixes) if f in shown]
-    if not known:
-        tests = [p for p in case.view.files if is_test(runner)(p)]
-        folders = Counter(str(PurePosixPath(p).parent) for p in tests)
-        if folders:
-            top = max(folders, key=lambda f: (folders[f], -len(f)))
-            known = [p for p in tests if str(PurePosixPath(p).parent) == top]
-    return repro_target(runner.language, name, known)
+    parent = lambda path: str(PurePosixPath(path).parent)  # noqa: E731
+    tests = [p for p in case.view.files if is_test(runner)(p)]
+    labelled = [f for f in labelled_files(case.instance, runner.suffixes) if f in set(case.view.files)]
+    folders = Counter(parent(p) for p in tests)
+    if labelled:
+        folder = parent(labelled[0])
+    elif folders:
+        folder = max(folders, key=lambda f: (folders[f], -len(f)))
+    else:
+        return repro_target(runner.language, name, [])
+    return repro_target(runner.language, name, [p for p in tests if parent(p) == folder] or labelled)
 
 
 def reproduces(run: TestRun) -> bool:

@@ -19,7 +19,7 @@ import pytest
 
 from actors import evaluate as ev
 from actors.eval import agentless_mini as agentless
-from actors.eval.agentless_sandbox import Case, fallback_figures, rerank, run_tests
+from actors.eval.agentless_sandbox import Case, case_repro_target, fallback_figures, rerank, run_tests
 from actors.observe.phases import PhaseTimer
 from conf import eval as eval_config
 from conf.config import ExecutionConfig, ModelConfig
@@ -30,6 +30,7 @@ from data.schema import Instance
 from learner.models import resolve
 from reward import oracle_answer
 from reward.execution import sandbox
+from reward.execution.environments import EnvSpec
 from reward.execution.runner import Runner
 from tests.reward import jsrepos
 
@@ -190,6 +191,28 @@ def test_without_pass_to_pass_the_repositorys_own_tests_drop_a_candidate_that_br
         "dropped": 1,
     }
     assert case.runs[1] is not None and case.runs[1].resolved
+
+
+def test_a_javascript_reproduction_test_goes_beside_the_repositorys_tests_in_the_labelled_folder():
+    tree = dict.fromkeys(("lib/a.js", "test/unit/b.spec.js", "test/unit/c.spec.js", "test/e2e/z.test.ts"), "")
+    env = EnvSpec(node="host", runner="jest").to_json()
+    labelled = Instance("i", "o/r", "c", "bug", "", None, tree, {}, fail_to_pass=("test/unit/c.spec.js::a > b",),
+                        environment=env)  # fmt: skip
+    target = case_repro_target(Case(labelled, files_view(labelled, "javascript"), []))
+    # The labelled file's folder, its first test file as the example (not the labelled one).
+    assert (target.path, target.example, target.runner) == ("test/unit/swe_rl_reproduction.spec.js",
+                                                            "test/unit/b.spec.js", "jest")  # fmt: skip
+    unlabelled = replace(
+        labelled,
+        fail_to_pass=("test/new.test.js::x",),
+        code_context={**tree, "test/e2e/y.test.ts": "", "test/e2e/x.test.ts": ""},
+    )
+    target = case_repro_target(Case(unlabelled, files_view(unlabelled, "javascript"), []))
+    assert target.path == "test/e2e/swe_rl_reproduction.test.ts" and target.fence == "typescript"  # the most tests
+    bare = replace(labelled, code_context={"lib/a.js": ""})
+    assert case_repro_target(Case(bare, files_view(bare, "javascript"), [])).path == "test/swe_rl_reproduction.test.js"
+    python = replace(labelled, environment=None)
+    assert case_repro_target(Case(python, files_view(python), [])).path == "test_swe_rl_reproduction.py"
 
 
 JS_REPRO = """const { test } = require('node:test');
