@@ -10,7 +10,7 @@ Ray.
 Nothing here assumes pytest: every run goes through the runner of the instance's environment
 (EnvSpec.runner: pytest, django, or a JavaScript runner), which picks the test files of a test
 patch by its suffixes and reports ids in its own form (`file::name`). What differs per language
-is which files are tests and how they import (`test_runner`, `repro_target`,
+is which files are tests and how they import (`runner_of`, `case_repro_target`,
 `regression_fallback`).
 """
 
@@ -69,7 +69,7 @@ class Case:
 RunJobs = Callable[[list[TestJob], str], list[TestRun]]
 
 
-def test_runner(instance: Instance) -> tuple[str, TestRunner]:
+def runner_of(instance: Instance) -> tuple[str, TestRunner]:
     """The name and the runner of the instance's environment (the demo set's: pytest)."""
     name = (EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC).runner
     return name, runner_for(name)
@@ -90,7 +90,7 @@ def case_repro_target(case: Case) -> ReproTarget:
     tests), else in the folder that holds most of them. The prompt names the folder's first
     test file as the example, not the labelled one: it says no more of the instance's tests
     than their folder, and the tree the model localized on showed that file already."""
-    name, runner = test_runner(case.instance)
+    name, runner = runner_of(case.instance)
     if runner.language != "javascript":
         return repro_target(runner.language, name, [])
     parent = lambda path: str(PurePosixPath(path).parent)  # noqa: E731
@@ -170,7 +170,7 @@ def regression_fallback(cases: list[Case], run_jobs: RunJobs) -> None:
             edited = {
                 path for cand, ok in zip(case.candidates, case.regression_ok, strict=True) if ok for path, _ in cand.key
             }
-            _, runner = test_runner(case.instance)
+            _, runner = runner_of(case.instance)
             case.fallback_tests = regression_test_files(
                 case.view, edited, language=runner.language, is_test=is_test(runner)
             )
