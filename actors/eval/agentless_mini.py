@@ -6,15 +6,18 @@
 Per instance that carries FAIL_TO_PASS (validated data; the others are counted and skipped):
 
     localize    the model reads the issue and the repository's tree (data/agentless/repo_view.py: the
-                base commit's Python sources, from the demo snapshot or a local clone) and names
+                base commit's sources in the language of the instance's test runner, Python or
+                JavaScript/TypeScript, from the demo snapshot or a local clone) and names
                 the files to change; the first `localize_top` that exist are kept, the others
                 counted (data/context/file_picks.py). One greedy answer.
     repair      `group_size` answers in the training prompt (data/prompt.py, files shuffled) with
                 the localized files whole, as many as fit `max_prompt_tokens`, in rank order;
                 edits applied (reward/apply.py), patches normalized and de-duplicated, votes
                 counted (reward/rerank.py)
-    reproduce   `repro_tests` sampled pytest files (data/agentless/prompts.py); one is kept when
-                it runs and fails on the original code in the sandbox
+    reproduce   `repro_tests` sampled test files (data/agentless/prompts.py: pytest's at the
+                root, or one for the instance's JavaScript runner beside its tests,
+                agentless_sandbox.case_repro_target); one is kept when it runs and fails on the
+                original code in the sandbox
     regression  each candidate with the instance's test patch: the candidate survives when
                 every PASS_TO_PASS test passes (only those outcomes are read); an instance
                 without PASS_TO_PASS falls back on the repository's own test files that import
@@ -61,7 +64,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from actors.eval.agentless_sandbox import Case, RunJobs, fallback_figures, rerank, run_tests
+from actors.eval.agentless_sandbox import Case, RunJobs, case_repro_target, fallback_figures, rerank, run_tests
 from actors.eval.instances import Selection, split_instances
 from actors.eval.session import EvalSession
 from actors.observe.phases import PhaseTimer
@@ -79,6 +82,7 @@ from reward.apply import apply_edits
 from reward.execution.environments import EnvSpec
 from reward.execution.predictions import report
 from reward.execution.runner import HOST_DEMO_SPEC
+from reward.execution.runners import runner_for
 from reward.execution.snapshots import clone_map
 from reward.parse import Rejected, parse_output
 from reward.rerank import deduplicate, patch_key
@@ -211,16 +215,17 @@ def write_repro_tests(cfg: EvalConfig, cases: list[Case], gen: Generator) -> lis
         return []
     prompts = []
     for case in cases:
+        target = case_repro_target(case)
         files = {p: c for p in case.localized if (c := case.view.read(p)) is not None}
-        ids = gen.encode(repro_messages(case.instance.problem_statement, files))
+        ids = gen.encode(repro_messages(case.instance.problem_statement, files, target))
         if ids is not None:
-            prompts.append((case, ids))
-    answers = gen("reproduce", [(c.iid, ids) for c, ids in prompts], cfg.repro_tests, cfg.rollout.temperature)
+            prompts.append((case, target, ids))
+    answers = gen("reproduce", [(c.iid, ids) for c, _, ids in prompts], cfg.repro_tests, cfg.rollout.temperature)
     written = []
-    for (case, _), texts in zip(prompts, answers, strict=True):
-        tests = [t for text in texts if (t := read_test_file(text)) is not None]
+    for (case, target, _), texts in zip(prompts, answers, strict=True):
+        tests = [t for text in texts if (t := read_test_file(text, target)) is not None]
         case.repro_written = len(tests)
-        written += [(case, repro_test_patch(t)) for t in tests]
+        written += [(case, repro_test_patch(t, target.path)) for t in tests]
     return written
 
 
@@ -239,7 +244,7 @@ def open_cases(cfg: EvalConfig) -> tuple[list[Case], dict[str, Any]]:
             continue
         spec = EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC
         try:
-            view = open_view(instance, spec.snapshot, clones)
+            view = open_view(instance, spec.snapshot, clones, runner_for(spec.runner).language)
         except RepoUnavailable as exc:
             log.warning("[agentless] %s: skipped (%s)", instance.instance_id, exc)
             counts["no_repository"] += 1

@@ -6,18 +6,30 @@ reproduction test on each regression survivor, then the vote (reward/rerank.py).
 `Case` is one instance's record through every stage; `run_jobs` is whatever runs a list of
 test jobs (the test-runner pool, or one Runner in-process), so these stages are tested without
 Ray.
+
+Nothing here assumes pytest: every run goes through the runner of the instance's environment
+(EnvSpec.runner: pytest, django, or a JavaScript runner), which picks the test files of a test
+patch by its suffixes and reports ids in its own form (`file::name`). What differs per language
+is which files are tests and how they import (`runner_of`, `case_repro_target`,
+`regression_fallback`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from data.agentless.regression_tests import regression_test_files
+from data.agentless.prompts import ReproTarget, repro_target
+from data.agentless.regression_tests import is_test_file, regression_test_files
 from data.agentless.repo_view import RepoView
 from data.schema import Instance
-from reward.execution.runner import TestJob, TestRun
+from reward.execution.environments import EnvSpec
+from reward.execution.jsenv import is_js_test_file
+from reward.execution.runner import HOST_DEMO_SPEC, TestJob, TestRun, labelled_files
+from reward.execution.runners import TestRunner, runner_for
 from reward.rerank import Candidate, vote
 
 if TYPE_CHECKING:  # the timer's module imports Ray; these stages run and are tested without it
@@ -55,6 +67,43 @@ class Case:
 
 
 RunJobs = Callable[[list[TestJob], str], list[TestRun]]
+
+
+def runner_of(instance: Instance) -> tuple[str, TestRunner]:
+    """The name and the runner of the instance's environment (the demo set's: pytest)."""
+    name = (EnvSpec.from_json(instance.environment) or HOST_DEMO_SPEC).runner
+    return name, runner_for(name)
+
+
+def is_test(runner: TestRunner) -> Callable[[str], bool]:
+    """Which of a repository's files are test files for `runner`: pytest's names for a Python
+    runner, the harness's JavaScript test-file rules for a JavaScript one."""
+    if runner.language == "javascript":
+        return lambda path: runner.takes(path) and is_js_test_file(path)
+    return is_test_file
+
+
+def case_repro_target(case: Case) -> ReproTarget:
+    """Where the instance's reproduction tests go (data/agentless/prompts.repro_target). For a
+    JavaScript runner, beside the repository's test files in the folder of the instance's first
+    labelled test file that exists at the base commit (where its runner's settings surely take
+    tests), else in the folder that holds most of them. The prompt names the folder's first
+    test file as the example, not the labelled one: it says no more of the instance's tests
+    than their folder, and the tree the model localized on showed that file already."""
+    name, runner = runner_of(case.instance)
+    if runner.language != "javascript":
+        return repro_target(runner.language, name, [])
+    parent = lambda path: str(PurePosixPath(path).parent)  # noqa: E731
+    tests = [p for p in case.view.files if is_test(runner)(p)]
+    labelled = [f for f in labelled_files(case.instance, runner.suffixes) if f in set(case.view.files)]
+    folders = Counter(parent(p) for p in tests)
+    if labelled:
+        folder = parent(labelled[0])
+    elif folders:
+        folder = max(folders, key=lambda f: (folders[f], -len(f)))
+    else:
+        return repro_target(runner.language, name, [])
+    return repro_target(runner.language, name, [p for p in tests if parent(p) == folder] or labelled)
 
 
 def reproduces(run: TestRun) -> bool:
@@ -121,7 +170,10 @@ def regression_fallback(cases: list[Case], run_jobs: RunJobs) -> None:
             edited = {
                 path for cand, ok in zip(case.candidates, case.regression_ok, strict=True) if ok for path, _ in cand.key
             }
-            case.fallback_tests = regression_test_files(case.view, edited)
+            _, runner = runner_of(case.instance)
+            case.fallback_tests = regression_test_files(
+                case.view, edited, language=runner.language, is_test=is_test(runner)
+            )
     users = [c for c in cases if c.fallback_tests]
     jobs: list[tuple[Case, int | None, TestJob]] = [
         (c, None, TestJob(c.instance, "", f"{c.iid}/fallback-base", "", tuple(c.fallback_tests))) for c in users

@@ -1,4 +1,5 @@
-"""The Agentless-Mini evaluation (actors/eval/agentless_mini.py) on the demo set.
+"""The Agentless-Mini evaluation (actors/eval/agentless_mini.py) on the demo set, and its
+sandbox stages on a small JavaScript repository (tests/reward/jsrepos.py).
 
 The stages' logic runs in-process with scripted answers (a Generator whose answers the test
 writes) and a local Runner instead of the pool; the oracle switches must resolve every
@@ -18,18 +19,20 @@ import pytest
 
 from actors import evaluate as ev
 from actors.eval import agentless_mini as agentless
-from actors.eval.agentless_sandbox import Case, fallback_figures, rerank, run_tests
+from actors.eval.agentless_sandbox import Case, case_repro_target, fallback_figures, rerank, run_tests
 from actors.observe.phases import PhaseTimer
 from conf import eval as eval_config
 from conf.config import ExecutionConfig, ModelConfig
 from data.agentless.repo_view import changed_paths, files_view
 from data.demo import load_demo_rows
-from data.patching import apply_patch
+from data.patching import apply_patch, make_patch
 from data.schema import Instance
 from learner.models import resolve
 from reward import oracle_answer
 from reward.execution import sandbox
+from reward.execution.environments import EnvSpec
 from reward.execution.runner import Runner
+from tests.reward import jsrepos
 
 REPO = Path(__file__).resolve().parents[2]
 needs_sandbox = pytest.mark.skipif(sandbox.available() is not None, reason=f"no sandbox: {sandbox.available()}")
@@ -55,8 +58,10 @@ class Scripted(agentless.Generator):
         super().__init__(cfg, tokenizer=None)
         self.script = script
         self.calls: list[str] = []
+        self.messages: list[list[dict[str, str]]] = []  # every prompt, in order
 
     def encode(self, messages: list[dict[str, str]]) -> list[int] | None:
+        self.messages.append(messages)
         return [0]
 
     def start(self):
@@ -186,6 +191,81 @@ def test_without_pass_to_pass_the_repositorys_own_tests_drop_a_candidate_that_br
         "dropped": 1,
     }
     assert case.runs[1] is not None and case.runs[1].resolved
+
+
+def test_a_javascript_reproduction_test_goes_beside_the_repositorys_tests_in_the_labelled_folder():
+    tree = dict.fromkeys(("lib/a.js", "test/unit/b.spec.js", "test/unit/c.spec.js", "test/e2e/z.test.ts"), "")
+    env = EnvSpec(node="host", runner="jest").to_json()
+    labelled = Instance("i", "o/r", "c", "bug", "", None, tree, {}, fail_to_pass=("test/unit/c.spec.js::a > b",),
+                        environment=env)  # fmt: skip
+    target = case_repro_target(Case(labelled, files_view(labelled, "javascript"), []))
+    # The labelled file's folder, its first test file as the example (not the labelled one).
+    assert (target.path, target.example, target.runner) == ("test/unit/swe_rl_reproduction.spec.js",
+                                                            "test/unit/b.spec.js", "jest")  # fmt: skip
+    unlabelled = replace(
+        labelled,
+        fail_to_pass=("test/new.test.js::x",),
+        code_context={**tree, "test/e2e/y.test.ts": "", "test/e2e/x.test.ts": ""},
+    )
+    target = case_repro_target(Case(unlabelled, files_view(unlabelled, "javascript"), []))
+    assert target.path == "test/e2e/swe_rl_reproduction.test.ts" and target.fence == "typescript"  # the most tests
+    bare = replace(labelled, code_context={"lib/a.js": ""})
+    assert case_repro_target(Case(bare, files_view(bare, "javascript"), [])).path == "test/swe_rl_reproduction.test.js"
+    python = replace(labelled, environment=None)
+    assert case_repro_target(Case(python, files_view(python), [])).path == "test_swe_rl_reproduction.py"
+
+
+JS_REPRO = """const { test } = require('node:test');
+const assert = require('assert');
+const { add } = require('../lib/add');
+
+test('keeps the sign of its second argument', () => {
+  assert.strictEqual(add(1, -2), -1);
+});
+"""
+
+
+@needs_sandbox
+@pytest.mark.skipif(jsrepos.skip_reason() is not None, reason=str(jsrepos.skip_reason()))
+def test_a_javascript_repository_goes_through_every_sandbox_stage_on_its_own_runner(tiny, tmp_path):
+    """node's test runner on the add() bug without PASS_TO_PASS: the reproduction test is asked
+    for, saved and run as a node:test file beside the repository's test; the fallback selects
+    test/add.test.js by its require of lib/add.js and drops the candidate with two votes that
+    passes the reproduction test but breaks `adds`; the fix wins and resolves."""
+    inst = jsrepos.instance("node-test", pass_to_pass=())
+    bug = inst.code_context["lib/add.js"]
+    versions = {
+        "broken": bug.replace("a + Math.abs(b)", "b < 0 ? a + b : a * b"),  # fixes the sign, breaks add(1, 2)
+        "noop": bug + "// touched\n",  # fixes nothing
+        "fix": jsrepos.FIX,
+    }
+    answers = {k: oracle_answer(inst.code_context, {"lib/add.js": v}) for k, v in versions.items()}
+    view = files_view(inst, "javascript")
+    assert view.files == ["lib/add.js", "test/add.test.js"]
+    case = Case(inst, view, changed_paths(inst, view.files))
+    cfg = _cfg(tiny, "group_size=4", "repro_tests=2", "oracle_localize=true")
+    gen = Scripted(cfg, {
+        "repair": lambda key: [answers["broken"], answers["noop"], answers["broken"], answers["fix"]],
+        "reproduce": lambda key: [f"<solution>```javascript\n{JS_REPRO}```</solution>", "```python\ndef test_x(): pass\n```"],
+    })  # fmt: skip
+    agentless.localize(cfg, [case], gen)
+    agentless.repair(cfg, [case], gen)
+    written = agentless.write_repro_tests(cfg, [case], gen)
+    prompt = gen.messages[-1][1]["content"]
+    assert "'node:test'" in prompt and "saved as test/swe_rl_reproduction.test.js" in prompt and "pytest" not in prompt
+    assert [apply_patch({}, p) for _, p in written] == [{"test/swe_rl_reproduction.test.js": JS_REPRO}]
+    assert [c.patch for c in case.candidates] == [
+        make_patch({"lib/add.js": bug}, {"lib/add.js": versions[k]}) for k in ("broken", "noop", "fix")
+    ]
+    with jsrepos.offline_npm():
+        run_tests([case], written, _local_runs(tmp_path), PhaseTimer())
+    assert len(case.repro_kept) == 1  # it fails on the original code
+    assert case.fallback_tests == ["test/add.test.js"]
+    base_run = case.fallback_baseline
+    assert base_run is not None and base_run.outcomes == {"test/add.test.js::adds": "passed"}
+    assert case.regression_ok == [False, True, True] and case.repro_passed == [0, 0, 1]
+    assert rerank(case) == {"survive_regression": 2, "survive_repro": 1} and case.winner == 2
+    assert [bool(r and r.resolved) for r in case.runs] == [True, False, True]
 
 
 def test_the_tiny_model_runs_every_stage(tiny, tmp_path):
