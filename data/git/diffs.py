@@ -29,7 +29,9 @@ JS_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts",
 # The folders whose scripts JavaScript's runners take as tests by default (Mocha: test/*.js, Jest:
 # __tests__/); "testing" is not one: a library's testing/ folder is code it ships.
 JS_TEST_DIRS = frozenset({"test", "tests", "spec", "__tests__"})
-_TEST_NAME_RE = re.compile(r"^(test_.*|.*_tests?\.[^.]+|.*\.(test|spec)\.[^.]+|.*_spec\.rb|conftest\.py|tests?\.py)$")
+_TEST_NAME_RE = re.compile(
+    r"^(test_.*|.*_tests?\.[^.]+|.*\.(test|spec)\.[^.]+|.*_spec\.rb|conftest\.py|tests?\.(py|[cm]?[jt]sx?))$"
+)
 # Extensions of programming-language source files; a PR touching none of them (docs, config,
 # data only) is not a coding task.
 CODE_EXTENSIONS = frozenset(
