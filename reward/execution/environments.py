@@ -452,7 +452,8 @@ class Environments:
             toolchain = Path(binary).parent.parent
             try:
                 ro = () if str(toolchain) == "/usr" else (str(toolchain),)
-                node.sandboxed_rebuild(binary, version, layer, ro, tools, self.build_timeout_s)
+                pnpm = node.pnpm_for(snapshot) if tool == "pnpm install" else ""
+                node.sandboxed_rebuild(binary, version, layer, ro, tools, self.build_timeout_s, pnpm)
             except RuntimeError as exc:
                 raise EnvironmentFailed(f"{node.REBUILD}: {exc}") from None
             # The manifests copied for the host step go: the runs read the snapshot's own.

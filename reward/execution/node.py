@@ -51,6 +51,7 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from conf.io import locked
 from reward.execution import identity, sandbox
@@ -61,7 +62,15 @@ log = logging.getLogger(__name__)
 # Part of every JavaScript environment's cache key: a change to how they are built invalidates them.
 BUILD_VERSION = b"node 1: scripts off on the host, npm rebuild in the sandbox"
 # The lock files read, in the order a repository's is looked for, and the tool each takes.
-LOCK_FILES = (("package-lock.json", "npm"), ("npm-shrinkwrap.json", "npm"), ("yarn.lock", "yarn"))
+LOCK_FILES = (
+    ("package-lock.json", "npm"),
+    ("npm-shrinkwrap.json", "npm"),
+    ("yarn.lock", "yarn"),
+    ("pnpm-lock.yaml", "pnpm"),
+)
+# pnpm by its lock file's lockfileVersion (the newest release reading it), unless package.json's
+# packageManager names one ("pnpm@10.12.1"); its CLI from the registry as a package.
+PNPM_FOR_LOCK = (("9", "pnpm@9.15.9"), ("6", "pnpm@8.15.9"), ("5.4", "pnpm@7.33.7"), ("", "pnpm@6.35.1"))
 # yarn 1 (the only version that reads a v1 yarn.lock without its own install step), from the
 # npm registry as a package, never a downloaded binary.
 YARN = "yarn@1.22.22"
@@ -156,8 +165,12 @@ class Toolchains:
 
 def lock_file(snapshot: Path) -> tuple[str, str] | None:
     """(the lock file's name, the tool that installs it) at the snapshot's root, or None.
-    A yarn.lock of yarn 2 or later (its `__metadata:` header) is not one yarn 1 reads."""
-    for name, tool in LOCK_FILES:
+    A yarn.lock of yarn 2 or later (its `__metadata:` header) is not one yarn 1 reads.
+    package.json's packageManager chooses between several."""
+    manager = str(_manifest(snapshot).get("packageManager") or "").split("@")[0]
+    found = [(n, t) for n, t in LOCK_FILES if (snapshot / n).is_file() and not (snapshot / n).is_symlink()]
+    found.sort(key=lambda nt: nt[1] != manager)  # stable: the named tool's first, else LOCK_FILES' order
+    for name, tool in found:
         path = snapshot / name
         if path.is_file() and not path.is_symlink():
             if tool == "yarn" and "__metadata:" in path.read_text(encoding="utf-8", errors="replace")[:4000]:
@@ -173,18 +186,24 @@ def key_files(snapshot: Path) -> list[tuple[str, bytes]]:
     return [(n, p.read_bytes()) for n, p in paths if p.is_file() and not p.is_symlink()]
 
 
-def workspace_manifests(snapshot: Path) -> list[str]:
-    """The package.json of each workspace the root's `workspaces` names (globs of folders),
-    which npm and yarn need to lay out a monorepo's node_modules; bounded."""
+def _manifest(snapshot: Path) -> dict[str, Any]:
+    """The root package.json as an object ({} when it is not one)."""
     try:
         manifest = json.loads((snapshot / "package.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    spaces = manifest.get("workspaces") if isinstance(manifest, dict) else None
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def workspace_manifests(snapshot: Path) -> list[str]:
+    """The package.json of each workspace the root's `workspaces` (npm, yarn) or
+    pnpm-workspace.yaml's `packages` names (globs of folders), which the package manager needs
+    to lay out a monorepo's node_modules; bounded."""
+    spaces = _manifest(snapshot).get("workspaces")
     if isinstance(spaces, dict):  # yarn's {"packages": [...]}
         spaces = spaces.get("packages")
     if not isinstance(spaces, list):
-        return []
+        spaces = _pnpm_packages(snapshot)
     found: list[str] = []
     for pattern in spaces:
         if not isinstance(pattern, str) or ".." in PurePosixPath(pattern).parts or pattern.startswith("/"):
@@ -196,6 +215,34 @@ def workspace_manifests(snapshot: Path) -> list[str]:
             if len(found) >= _WORKSPACE_FILES:
                 return found
     return found
+
+
+def _pnpm_packages(snapshot: Path) -> list[str]:
+    """pnpm-workspace.yaml's `packages:` globs (a list of plain or quoted items; `!` excludes
+    are left out), read without a YAML library."""
+    path = snapshot / "pnpm-workspace.yaml"
+    if not path.is_file() or path.is_symlink():
+        return []
+    found, inside = [], False
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if re.match(r"^packages\s*:", line):
+            inside = True
+        elif inside and (item := re.match(r"^\s+-\s*['\"]?([^'\"#]+?)['\"]?\s*(#.*)?$", line)):
+            if not item.group(1).startswith("!"):
+                found.append(item.group(1))
+        elif inside and line.strip() and not line.startswith((" ", "\t", "#")):
+            inside = False
+    return found
+
+
+def pnpm_for(snapshot: Path) -> str:
+    """The pnpm that installs the snapshot's pnpm-lock.yaml (PNPM_FOR_LOCK)."""
+    manager = str(_manifest(snapshot).get("packageManager") or "")
+    if re.fullmatch(r"pnpm@\d+\.\d+\.\d+", manager.split("+")[0]):
+        return manager.split("+")[0]
+    head = (snapshot / "pnpm-lock.yaml").read_text(encoding="utf-8", errors="replace")[:400]
+    version = m.group(1) if (m := re.search(r"lockfileVersion:\s*['\"]?([\d.]+)", head)) else ""
+    return next(pnpm for prefix, pnpm in PNPM_FOR_LOCK if version.startswith(prefix))
 
 
 def vendored(snapshot: Path) -> list[str]:
@@ -226,7 +273,8 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
     dest.mkdir(parents=True, exist_ok=True)
     if not (snapshot / "package.json").is_file() or (snapshot / "package.json").is_symlink():
         raise RuntimeError("the snapshot has no package.json")
-    for rel in ["package.json", *workspace_manifests(snapshot), *vendored(snapshot), *(n for n, _ in LOCK_FILES)]:
+    manifests = ["package.json", "pnpm-workspace.yaml", *workspace_manifests(snapshot), *vendored(snapshot)]
+    for rel in [*manifests, *(n for n, _ in LOCK_FILES)]:
         source = snapshot / rel
         if source.is_file() and not source.is_symlink():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -246,6 +294,13 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
         flags = ["--frozen-lockfile", "--ignore-scripts", "--non-interactive", "--no-progress", *folder]
         _run(["node", yarn, "install", *flags], dest, timeout_s)
         return "yarn install"
+    if lock is not None and lock[1] == "pnpm":
+        pnpm = str(_package(tools, pnpm_for(snapshot), timeout_s) / "bin" / "pnpm.cjs")
+        # Copies, not links into the store: the sandboxed rebuild writes into node_modules.
+        store = ["--store-dir", str(tools / "pnpm-store"), "--package-import-method", "copy"]
+        flags = ["--frozen-lockfile", "--ignore-scripts", "--reporter", "silent", "--config.confirmModulesPurge=false"]
+        _run(["node", pnpm, "install", *flags, *store], dest, timeout_s)
+        return "pnpm install"
     install = ["npm", "install", "--ignore-scripts", "--no-package-lock", *quiet, *cache]
     if before:
         try:
@@ -310,17 +365,20 @@ def needs_rebuild(folder: Path) -> bool:
 
 
 def sandboxed_rebuild(
-    node: str, version: str, folder: Path, ro: tuple[str, ...], tools: Path, timeout_s: float
+    node: str, version: str, folder: Path, ro: tuple[str, ...], tools: Path, timeout_s: float, pnpm: str = ""
 ) -> None:
     """`npm rebuild` of the dependencies in `folder`, in the sandbox without network: their
     install scripts and native builds run as nobody, `folder` the one host folder they write,
-    by the npm that runs on this node (the machine's own with its node, else npm_for's). Nothing
-    to do when no dependency needs it.
-    Raises RuntimeError with the tool's last lines."""
+    by the npm that runs on this node (the machine's own with its node, else npm_for's); a
+    pnpm layout (`pnpm`: the pnpm that laid it out) by `pnpm rebuild` (npm would take its
+    links for packages of its own and run their `prepare`). Nothing to do when no dependency
+    needs it. Raises RuntimeError with the tool's last lines."""
     if not needs_rebuild(folder):
         return
     host = host_node()
-    if host is not None and host[0] == node:  # the machine's node: the npm installed with it
+    if pnpm:
+        cli = _package(tools, pnpm, timeout_s) / "bin" / "pnpm.cjs"
+    elif host is not None and host[0] == node:  # the machine's node: the npm installed with it
         cli = Path(os.path.realpath(shutil.which("npm") or "/usr/bin/npm"))
     else:
         cli = _package(tools, npm_for(version), timeout_s) / "bin" / "npm-cli.js"
@@ -337,7 +395,10 @@ def sandboxed_rebuild(
         "npm_config_offline": "true",
         "npm_config_update_notifier": "false",
     }
-    argv = [node, str(cli), "rebuild", "--foreground-scripts", "--no-audit", "--no-fund", "--prefix", str(folder)]
+    if pnpm:
+        argv = [node, str(cli), "rebuild", "--dir", str(folder), "--config.side-effects-cache=false"]
+    else:
+        argv = [node, str(cli), "rebuild", "--foreground-scripts", "--no-audit", "--no-fund", "--prefix", str(folder)]
     limits = sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s), output_bytes=4 << 20)
     ro_paths = (*ro, str(cli.parent.parent))
     try:

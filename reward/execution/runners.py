@@ -146,10 +146,12 @@ class Django(TestRunner):
 
 
 class JavaScriptRunner(TestRunner):
-    """A JavaScript test runner started by the environment's node from the repository's own
-    node_modules (its `bin` script: `node_modules/.bin/NAME`, the link npm and yarn make), with
-    the harness's reporter (js/) and the canaries of report.Canaries.javascript. The argv is
-    `node SCRIPT [the runner's own options] [the repository's] [the harness's] FILES`."""
+    """A JavaScript test runner from the repository's own node_modules, started by its `bin`
+    entry (`node_modules/.bin/NAME`: the link npm and yarn make to a `#!/usr/bin/env node`
+    script, the shell script pnpm writes), the environment's node first on PATH; with the
+    harness's reporter (js/) and the canaries of report.Canaries.javascript. The argv is
+    `node_modules/.bin/NAME [the runner's own options] [the repository's] [the harness's]
+    FILES`; node's own runner is `node --test ...`."""
 
     language = "javascript"
     suffixes = JS_SUFFIXES
@@ -166,7 +168,7 @@ class JavaScriptRunner(TestRunner):
         files = [t for t in tests if self.takes(t)]
         if not files:
             return [], canaries
-        return [python, *self.argv(runner_args), *files, canaries.path], canaries
+        return [*self.argv(runner_args), *files, canaries.path], canaries
 
     def canary_suffix(self, tests: list[str]) -> str:
         """The canary file's name after its token: the last test file's from its first dot
@@ -176,7 +178,7 @@ class JavaScriptRunner(TestRunner):
 
     @abstractmethod
     def argv(self, runner_args: tuple[str, ...]) -> list[str]:
-        """Everything between node and the test files."""
+        """Everything before the test files."""
 
 
 @RUNNERS.register("node-test")
@@ -187,7 +189,7 @@ class NodeTest(JavaScriptRunner):
     style = "node-test"
 
     def argv(self, runner_args: tuple[str, ...]) -> list[str]:
-        return ["--test", *runner_args, f"--test-reporter={HARNESS_DIR}/node_test_reporter.mjs",
+        return ["node", "--test", *runner_args, f"--test-reporter={HARNESS_DIR}/node_test_reporter.mjs",
                 "--test-reporter-destination=stdout"]  # fmt: skip
 
     def canary_suffix(self, tests: list[str]) -> str:
@@ -226,7 +228,9 @@ class Mocha(JavaScriptRunner):
 
 @RUNNERS.register("vitest")
 class Vitest(JavaScriptRunner):
-    """vitest run once (no watch); the files as its filters."""
+    """vitest run once (no watch); the files as its filters. A file its `typecheck` settings take
+    is also checked by tsc, its tests "passing" whatever their bodies assert (zod's config takes
+    every test file): the reporter reads only the files vitest ran."""
 
     style = "vitest"
 

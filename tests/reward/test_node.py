@@ -101,3 +101,24 @@ def test_the_runners_selection_reads_files_folders_and_globs(path, patterns, exp
     from reward.execution.runners import selected
 
     assert selected(path, patterns) is expected
+
+
+def test_pnpm_lock_files_their_workspaces_and_the_pnpm_that_reads_them(tmp_path):
+    (tmp_path / "package.json").write_text(json.dumps({"private": True}))
+    (tmp_path / "pnpm-lock.yaml").write_text("lockfileVersion: '6.0'\n")
+    (tmp_path / "yarn.lock").write_text("# yarn lockfile v1\n")
+    assert node.lock_file(tmp_path) == ("yarn.lock", "yarn")  # LOCK_FILES' order without packageManager
+    assert node.pnpm_for(tmp_path) == "pnpm@8.15.9"
+    (tmp_path / "package.json").write_text(json.dumps({"packageManager": "pnpm@10.12.1+sha512.abc"}))
+    assert node.lock_file(tmp_path) == ("pnpm-lock.yaml", "pnpm") and node.pnpm_for(tmp_path) == "pnpm@10.12.1"
+    (tmp_path / "pnpm-workspace.yaml").write_text(
+        "packages:\n  - packages/*\n  - 'apps/*'  # apps\n  - '!packages/skip'\nhoistWorkspacePackages: false\n"
+    )
+    for rel in ("packages/zod", "apps/docs", "packages/skip"):
+        (tmp_path / rel).mkdir(parents=True)
+        (tmp_path / rel / "package.json").write_text("{}")
+    assert node.workspace_manifests(tmp_path) == [
+        "packages/skip/package.json",  # pnpm's own exclusion is pnpm's: a manifest too many costs nothing
+        "packages/zod/package.json",
+        "apps/docs/package.json",
+    ]

@@ -18,6 +18,7 @@ export default class SweRlReporter {
       for (const child of task.tasks || []) walk(child, file, inner);
     };
     for (const file of files) {
+      if (file.meta && file.meta.typecheck) continue; // type-checked by tsc, never run
       const result = file.result || {};
       if (result.state === 'fail' && !(file.tasks || []).length) {
         failed += 1;
