@@ -73,7 +73,9 @@ def test_a_runner_registered_twice_is_refused_and_an_unknown_one_is_named():
         RegistryError, match=r"environment.runner='nose': unknown test runner; registered: pytest, django"
     ):
         runner_for("nose")
-    with pytest.raises(ValueError, match=r"runner 'nose' is not one of \['django', 'pytest'\]"):
+    with pytest.raises(
+        ValueError, match=r"runner 'nose' is not one of \['django', 'jest', 'mocha', 'node-test', 'pytest', 'vitest'\]"
+    ):
         EnvSpec(runner="nose")
 
 
