@@ -6,7 +6,7 @@ would: the same sandbox session, action parser, final patch and rewards.
         [reward.execution.repos=[owner/name=CLONE,...]] [reward.execution.cache_dir=DIR]
         [reward.execution.*=...]
 
-DATA: a Parquet file or directory of instances, or `demo`. TURNS.json: a JSON list of strings,
+DATA: a Parquet file or directory of instances, or `demo` / `demo-js`. TURNS.json: a JSON list of strings,
 the assistant's turns in order (each free text ending in one action: agent/actions.py), or one
 line of an agent step's rollout log (`run_dir/rollouts/step_N.jsonl`), whose turns it replays. The
 episode runs in a sandbox session over the instance's snapshot in its environment
@@ -123,7 +123,7 @@ def _print(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True, help="Parquet file or directory of instances, or 'demo'")
+    parser.add_argument("--data", required=True, help="Parquet file or directory of instances, or 'demo' / 'demo-js'")
     parser.add_argument("--instance", required=True, help="the instance_id to replay on")
     parser.add_argument("--turns", required=True, help="JSON list of the assistant's turns")
     parser.add_argument("--reward", default="similarity", help=f"comma-separated kinds of {KINDS}")

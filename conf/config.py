@@ -58,7 +58,7 @@ class ModelConfig:
 @dataclass
 class DataConfig:
     # Parquet file or directory of the instance schema (data/schema.py); "demo" = the
-    # embedded demo set shipped in data/demo/.
+    # embedded demo set shipped in data/demo/ (Python), "demo-js" = its JavaScript sibling.
     path: str = "demo"
     # Fraction of instances (chosen by a hash of instance_id) kept out of training for evaluation.
     heldout_fraction: float = 0.0

@@ -58,7 +58,7 @@ class EvalConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     # The reward's time cap and the test-runner pool (reward.execution), as in training.
     reward: EvalRewardConfig = field(default_factory=EvalRewardConfig)
-    # Instances: a Parquet file or directory of the schema, or "demo" (as data.path).
+    # Instances: a Parquet file or directory of the schema, or "demo" / "demo-js" (as data.path).
     data: str = DataConfig.path
     # "heldout": the instances training held out; "train": the others (needs heldout_fraction > 0).
     split: str = "heldout"

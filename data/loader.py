@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from conf.config import DataConfig
-from data.demo import demo_parquet_path
+from data.demo import DEMO_SETS
 from data.prompt import build_messages, encode_prompt
 from data.schema import Instance, SchemaError
 from data.shards import check_manifest, check_shard, unlabelled_rows
@@ -50,8 +50,10 @@ class LoaderStats:
 
 
 def resolve_path(path: str) -> Path:
-    if path == "demo":
-        return Path(demo_parquet_path())
+    """A data path: a Parquet file or directory, or the name of an embedded demo set ("demo",
+    the Python one; "demo-js", the JavaScript one: data/demo/__init__.py)."""
+    if path in DEMO_SETS:
+        return DEMO_SETS[path].parquet
     p = Path(path).expanduser()
     if not p.exists():
         raise FileNotFoundError(f"data.path={path!r}: no such file or directory")
@@ -224,7 +226,7 @@ class InstanceLoader:
 
 
 def read_instances(path: str, limit: int) -> Iterator[Instance]:
-    """The instances of a Parquet file or directory (or `demo`) in file order, unshuffled and
+    """The instances of a Parquet file or directory (or `demo`, `demo-js`) in file order, unshuffled and
     unsplit; the first `limit` (0 = all). SchemaError names the shard and row of a bad one."""
     n = 0
     for shard in shard_files(resolve_path(path)):

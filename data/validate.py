@@ -182,7 +182,7 @@ def derive_environments(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m data.validate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True, help="Parquet file or directory of instances, or 'demo'")
+    parser.add_argument("--data", required=True, help="Parquet file or directory of instances, or 'demo' / 'demo-js'")
     parser.add_argument("--out", required=True, help="output directory: v3 shards and _manifest.json")
     parser.add_argument(
         "--environment", default=None, help="EnvSpec JSON for instances that carry none, or 'derive' (each its own)"

@@ -9,8 +9,9 @@ The pool's settings are training's keys (conf/overrides.py: every `reward.execut
 `--ray-address` are refused with their new names.
 
 DATA: a Parquet file or directory of the instance schema (v3: FAIL_TO_PASS, PASS_TO_PASS,
-environment; v4: needs_network), or `demo`. FILE: SWE-bench predictions, one object per line (JSONL) or a JSON
-list, each with `instance_id`, `model_name_or_path` and `model_patch` (a unified diff).
+environment; v4: needs_network), or `demo` / `demo-js` (the embedded sets). FILE: SWE-bench
+predictions, one object per line (JSONL) or a JSON list, each with `instance_id`,
+`model_name_or_path` and `model_patch` (a unified diff).
 
 Each prediction's patch and then the instance's test patch are applied to the snapshot and the
 instance's tests run in the sandbox, on the test-runner pool (reward/execution/pool.py). Resolved
@@ -57,7 +58,9 @@ log = logging.getLogger(__name__)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reward.execute", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--instances", required=True, help="Parquet file or directory of instances, or 'demo'")
+    parser.add_argument(
+        "--instances", required=True, help="Parquet file or directory of instances, or 'demo' / 'demo-js'"
+    )
     parser.add_argument("--predictions", required=True, help="SWE-bench predictions, JSONL or a JSON list")
     parser.add_argument("--out", required=True, help="directory for report.json and logs/")
     args, cfg, ray_address = overrides.parse_pool_command(parser, argv)

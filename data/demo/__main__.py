@@ -1,6 +1,6 @@
-"""`python -m data.demo [--labels-from VALIDATED_DIR]`: rebuild data/demo/demo.parquet from the
-sources in data/demo/src (how they are laid out: data/demo/__init__.py). The same sources always
-give the same bytes."""
+"""`python -m data.demo [--labels-from VALIDATED_DIR]`: rebuild every demo set's Parquet file
+(data/demo/demo.parquet, demo_js.parquet) from its sources (data/demo/src, src_js; how they are
+laid out: data/demo/__init__.py). The same sources always give the same bytes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from data.demo import REPO_OWNER, SOURCE_DIR, demo_parquet_path
+from data.demo import DEMO_SETS, REPO_OWNER, SOURCE_DIR, DemoSet
 from data.patching import make_patch
 from data.schema import dict_to_files, to_table
 from reward.execution.environments import EnvSpec
@@ -50,8 +50,9 @@ def parse_instance_id(instance_id: str) -> tuple[str, int]:
     return match["name"], int(match["number"])
 
 
-def build_instance(instance_dir: Path) -> dict[str, Any]:
-    """One source directory -> one row of INSTANCE_SCHEMA."""
+def build_instance(instance_dir: Path, environment: str | None = None) -> dict[str, Any]:
+    """One source directory -> one row of INSTANCE_SCHEMA; `environment` is the EnvSpec JSON
+    its set's instances carry (None: the Python set's)."""
     instance_id = instance_dir.name
     name, number = parse_instance_id(instance_id)
     issue_path = instance_dir / "issue.md"
@@ -87,9 +88,10 @@ def build_instance(instance_dir: Path) -> dict[str, Any]:
         "problem_source": "issue",
         "pr_number": number,
         # Schema version 3: the tests' labels, and the environment: the instance's own files
-        # are the repository, run by the project's interpreter (which has pytest).
+        # are the repository, run by the project's interpreter (which has pytest) or, for the
+        # JavaScript set, by this machine's node.
         **_labels(instance_dir),
-        "environment": EnvSpec().to_json(),
+        "environment": EnvSpec().to_json() if environment is None else environment,
     }
 
 
@@ -101,33 +103,38 @@ def _labels(instance_dir: Path) -> dict[str, list[str] | None]:
     return {key: list(labels[key]) for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
 
 
-def import_labels(validated: Path, source_dir: Path = SOURCE_DIR) -> int:
-    """Write each instance's tests.json from a `data.validate` output; returns how many."""
+def import_labels(validated: Path, source_dirs: tuple[Path, ...] | None = None) -> int:
+    """Write each instance's tests.json, in whichever of `source_dirs` (None: every demo set's)
+    holds its directory, from a `data.validate` output; returns how many."""
+    dirs = tuple(s.source_dir for s in DEMO_SETS.values()) if source_dirs is None else source_dirs
     written = 0
     for shard in sorted(validated.glob("*.parquet")):
         for row in pq.read_table(shard).to_pylist():
-            target = source_dir / row["instance_id"] / "tests.json"
-            if target.parent.is_dir():
-                labels = {key: row[key] for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
-                target.write_text(json.dumps(labels, indent=1) + "\n", encoding="utf-8")
-                written += 1
+            for source_dir in dirs:
+                target = source_dir / row["instance_id"] / "tests.json"
+                if target.parent.is_dir():
+                    labels = {key: row[key] for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
+                    target.write_text(json.dumps(labels, indent=1) + "\n", encoding="utf-8")
+                    written += 1
     return written
 
 
-def build_rows(source_dir: Path = SOURCE_DIR) -> list[dict[str, Any]]:
-    """Every instance under `source_dir`, in id order."""
+def build_rows(source_dir: Path = SOURCE_DIR, environment: str | None = None) -> list[dict[str, Any]]:
+    """Every instance under `source_dir`, in id order, each carrying `environment` (None: the
+    Python set's)."""
     dirs = [d for d in source_dir.iterdir() if d.is_dir()] if source_dir.is_dir() else []
     if not dirs:
         raise DemoSourceError(f"{source_dir}: no instance directories")
     # Numeric order within a repository (calspan-9 before calspan-12): the order in which the
     # fixes happened where several instances evolve one module.
     dirs.sort(key=lambda d: parse_instance_id(d.name))
-    return [build_instance(d) for d in dirs]
+    return [build_instance(d, environment) for d in dirs]
 
 
-def build_table(source_dir: Path = SOURCE_DIR) -> pa.Table:
-    """The demo set as a table of exactly INSTANCE_SCHEMA."""
-    return to_table(build_rows(source_dir))
+def build_table(demo_set: DemoSet = DEMO_SETS["demo"]) -> pa.Table:
+    """A demo set (the Python one by default) as a table of exactly INSTANCE_SCHEMA."""
+    environment = EnvSpec(**demo_set.environment).to_json()
+    return to_table(build_rows(demo_set.source_dir, environment))
 
 
 def write_parquet(table: pa.Table, path: Path) -> None:
@@ -140,10 +147,11 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 def main() -> int:
     if sys.argv[1:2] == ["--labels-from"]:
         print(f"labels of {import_labels(Path(sys.argv[2]))} instances written")
-    table = build_table()
-    write_parquet(table, demo_parquet_path())
-    repos = sorted(set(table.column("repo").to_pylist()))
-    print(f"wrote {table.num_rows} instances from {len(repos)} repositories to {demo_parquet_path()}")
+    for demo_set in DEMO_SETS.values():
+        table = build_table(demo_set)
+        write_parquet(table, demo_set.parquet)
+        repos = sorted(set(table.column("repo").to_pylist()))
+        print(f"wrote {table.num_rows} instances from {len(repos)} repositories to {demo_set.parquet}")
     return 0
 
 

@@ -1,0 +1,30 @@
+'use strict';
+
+// parse('q=cat&page=2') -> { q: 'cat', page: '2' }: the reverse of stringify. A leading '?'
+// is ignored, '+' reads as a space, a key without '=' gets the empty string, and every value
+// is a string; a key that appears more than once gets an array of its values, in order
+// ('tag=a&tag=b' -> { tag: ['a', 'b'] }).
+function decode(text) {
+  return decodeURIComponent(text.replace(/\+/g, ' '));
+}
+
+function parse(query) {
+  const result = {};
+  const text = query.startsWith('?') ? query.slice(1) : query;
+  if (text === '') return result;
+  for (const part of text.split('&')) {
+    const eq = part.indexOf('=');
+    const key = decode(eq === -1 ? part : part.slice(0, eq));
+    const value = eq === -1 ? '' : decode(part.slice(eq + 1));
+    if (!Object.prototype.hasOwnProperty.call(result, key)) {
+      result[key] = value;
+    } else if (Array.isArray(result[key])) {
+      result[key].push(value);
+    } else {
+      result[key] = [result[key], value];
+    }
+  }
+  return result;
+}
+
+module.exports = { parse };

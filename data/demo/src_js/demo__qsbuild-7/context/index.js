@@ -1,0 +1,6 @@
+'use strict';
+
+const { stringify } = require('./lib/stringify');
+const { parse } = require('./lib/parse');
+
+module.exports = { stringify, parse };
