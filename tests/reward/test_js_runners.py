@@ -80,11 +80,7 @@ def test_the_lock_files_install_scripts_run_in_the_sandbox_never_on_the_host(tmp
     (repo / "package-lock.json").write_text(
         jsrepos.lock_for(package, {"vendor/dep-1.0.0.tgz": str(repo / "vendor/dep-1.0.0.tgz")})
     )
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    commit = committed(repo)
     spec = EnvSpec(snapshot="git", node="host", install="lock", runner="node-test")
     inst = jsrepos.instance("node-test", base_commit=commit, environment=spec.to_json(), test_patch="",
                             fail_to_pass=("test/uid.test.js::built by nobody",), pass_to_pass=())  # fmt: skip
@@ -175,3 +171,47 @@ def test_a_test_file_that_fails_to_load_is_a_collection_error_not_a_lost_run(run
     assert run.status == "ok" and run.resolved is False, (run.status, run.reason)
     assert run.outcomes == {"(load)": "error"}
     assert "Cannot find module '../lib/missing'" in run.failures["(load)"]
+
+
+def committed(repo) -> str:
+    """`repo` (a folder the test wrote) as one git commit; its hash."""
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_derived_javascript_environment_whose_tests_import_what_the_fix_adds(tmp_path):
+    """Derivation on a mocha repository (a git commit; its candidates read from package.json:
+    mocha from the devDependencies, the machine's Node major): the test patch requires a module
+    only the fix creates, so mocha stops before its first test at the base commit; the baseline
+    is asked again with the fix and counts, and the chosen spec runs mocha with its lock."""
+    from reward.execution.derivation import Deriver
+
+    repo = tmp_path / "repo"
+    base = jsrepos.instance("mocha")
+    for rel, text in base.code_context.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    sub = "module.exports = (a, b) => a - b;\n"
+    test = (
+        jsrepos.suite("mocha", True)
+        + "const sub = require('../lib/sub');\nit('subtracts', () => { assert.strictEqual(sub(3, 1), 2); });\n"
+    )
+    inst = jsrepos.instance(
+        "mocha",
+        base_commit=committed(repo),
+        created_at=None,
+        environment=None,
+        patch=make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": jsrepos.FIX, "lib/sub.js": sub}),
+        test_patch=make_patch({TEST: jsrepos.suite("mocha", False)}, {TEST: test}),
+    )
+    cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[f"unit/calc={repo}"], wall_s=120.0, cpu_s=120)
+    deriver = Deriver(cfg, limit=1)
+    snapshot = deriver.runner.snapshots.path(inst, EnvSpec(snapshot="git"))
+    with jsrepos.offline_npm():
+        derivation = deriver.derive(inst, snapshot)
+    spec = derivation.spec
+    assert (spec.runner, spec.install, spec.network) == ("mocha", "lock", "loopback")
+    assert derivation.ok and derivation.attempts[0].counts == {"passed": 3, "skipped": 1}, derivation.record()
