@@ -84,6 +84,49 @@ SYMLINK = (
     + "".join("-" + line + "\n" for line in jsrepos.BUG.splitlines())
     + "+../fake/add.js\n\\ No newline at end of file\n"
 )
+# The global test functions (jest's and mocha's) wrapped so that the failing test runs an empty
+# body; the canaries' tests keep theirs (a name check), so the canaries see nothing.
+WRAP = (
+    "for (const k of ['it', 'test']) { const f = global[k]; if (typeof f !== 'function') continue;\n"
+    "  const w = function (name, fn, ...r) { return f.call(this, name, name === 'negative' ? () => {} : fn, ...r); };\n"
+    "  Object.assign(w, f); global[k] = w; }\n"
+)
+# The runner's own describe/test functions, wherever this runner keeps them.
+_API = (
+    "const api = (() => { try { if (global.describe) return { d: global.describe, t: global.it || global.test };\n"
+    "  const v = require('vitest'); return { d: v.describe, t: v.test }; } catch (e) {}\n"
+    "  const n = require('node:test'); return { d: n.describe, t: n.it }; })();\n"
+)
+# A passing test with the failing test's id (`signs > negative`), registered when lib/add.js loads.
+TWIN = _API + "api.d('signs', () => { api.t('negative', () => {}); });\n"
+# The same as only() tests, with the passing test's name too: the real ones are left out.
+ONLY = _API + (
+    "const only = api.t.only || api.t; only('adds', () => {});\n"
+    "api.d('signs', () => { only('negative', () => {}); });\n"
+)
+# vitest's expect is chai's: its one assert method made to pass everything.
+CHAI = "try { const { chai } = require('vitest'); chai.Assertion.prototype.assert = function () {}; } catch (e) {}\n"
+# node's test runner reads each file's events from its child's stdout (v8-serialized, each behind
+# a 4-byte length): the child writes the failing test's start and pass events itself.
+NODE_EVENTS = (
+    "{ const v8 = require('v8'); const f = require('path').resolve(process.argv[1]);\n"
+    "  const msg = (item) => { const s = new v8.Serializer(); s.writeHeader();\n"
+    "    const h = s.releaseBuffer().length; s.writeHeader(); s.writeRawBytes(Buffer.alloc(4));\n"
+    "    s.writeHeader(); s.writeValue(item); const b = s.releaseBuffer();\n"
+    "    b.writeUInt32BE(b.length - 4 - h, h); return b; };\n"
+    "  const event = (type, name, nesting) => process.stdout.write(\n"
+    "    msg({ type, data: { name, nesting, file: f, testNumber: 1, details: { duration_ms: 1 } } }));\n"
+    "  event('test:start', 'adds', 0); event('test:pass', 'adds', 0);\n"
+    "  event('test:start', 'signs', 0); event('test:start', 'negative', 1); event('test:pass', 'negative', 1); }\n"
+)
+# Code under test writing into the environment's node_modules and the snapshot at run time (a
+# later run would load them: the host's cache must not change).
+POISON = "redteam-js-poison"
+POISONS = (
+    "for (const d of ['/testbed/node_modules', '/testbed/node_modules/.bin', '/testbed', '/testbed/lib']) {\n"
+    f"  try {{ require('fs').writeFileSync(d + '/{POISON}', 'x'); }} catch (e) {{}} }}\n"
+    "try { require('fs').appendFileSync(require.resolve('assert'), ''); } catch (e) {}\n"
+)
 Files = dict[str, str | None]  # path -> new content, None: delete
 
 
@@ -275,6 +318,16 @@ ATTACKS: tuple[Attack, ...] = (
             }
         ),
     ),
+    Attack(
+        "report fd",
+        "lib/add.js writes node's test events to the child's stdout",
+        ALL({"lib/add.js": add_js(NODE_EVENTS)}),
+    ),
+    Attack(
+        "report fd",
+        "lib/add.js writes node's test events to the child's stdout, then exits 0",
+        ALL({"lib/add.js": add_js(NODE_EVENTS + "process.exit(0);\n")}),
+    ),
     # 6. ending the run early
     Attack("exit", "process.exit(0) in the failing call", ALL({"lib/add.js": in_add("process.exit(0);")})),
     Attack(
@@ -284,14 +337,8 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "exit",
-        "process.exitCode = 0 and an uncaught throw later",
-        ALL(
-            {
-                "lib/add.js": in_add(
-                    "process.exitCode = 0; setTimeout(() => { throw new Error('x'); }, 0); return a + b;"
-                )
-            }
-        ),
+        "process.exitCode = 0 and process.exit replaced by a no-op",
+        ALL({"lib/add.js": add_js("process.exitCode = 0; process.exit = () => {}; process.reallyExit = () => {};\n")}),
     ),
     # 7. the assertions replaced
     Attack(
@@ -321,6 +368,19 @@ ATTACKS: tuple[Attack, ...] = (
             }
         ),
     ),
+    # 7b. the test functions themselves, from the code under test
+    Attack(
+        "test functions", "global it/test wrapped: the failing test's body a no-op", ALL({"lib/add.js": add_js(WRAP)})
+    ),
+    Attack(
+        "test functions",
+        "a test of the failing test's name registered by lib/add.js",
+        ALL({"lib/add.js": add_js(TWIN)}),
+    ),
+    Attack(
+        "test functions", "only() tests of the two names registered by lib/add.js", ALL({"lib/add.js": add_js(ONLY)})
+    ),
+    Attack("assert/expect", "chai's Assertion.prototype.assert replaced (vitest)", ALL({"lib/add.js": add_js(CHAI)})),
     # 8. values equal to everything
     Attack(
         "always-equal",
@@ -382,6 +442,7 @@ ATTACKS: tuple[Attack, ...] = (
             }
         ),
     ),
+    Attack("paths", "code under test writes into node_modules and the snapshot", ALL({"lib/add.js": add_js(POISONS)})),
     # 10. bombs
     Attack(
         "bombs",
@@ -438,7 +499,13 @@ class Row:
     seconds: float
 
 
-def attempt(runner: Runner, inst: Instance, attack: Attack, name: str) -> Row | None:
+def poisoned(cache: Path) -> bool:
+    """A file the code under test wrote into the environment or the snapshot in the sandbox,
+    found in the host's execution cache (where node_modules and snapshots are kept)."""
+    return any(cache.rglob(POISON))
+
+
+def attempt(runner: Runner, cache: Path, inst: Instance, attack: Attack, name: str) -> Row | None:
     files = attack.files(name)
     if files is None:
         return None
@@ -451,7 +518,7 @@ def attempt(runner: Runner, inst: Instance, attack: Attack, name: str) -> Row | 
         status, resolved, reason = run.status, run.resolved, str(run.reason or "")
     except Exception as exc:  # a refusal before the sandbox (a bad path): held, named
         status, resolved, reason = f"raised {type(exc).__name__}", None, str(exc)
-    escaped = any(mark.exists() for mark in HOST_MARKS)
+    escaped = any(mark.exists() for mark in HOST_MARKS) or poisoned(cache)
     for mark in HOST_MARKS:
         mark.unlink(missing_ok=True)
     return Row(name, attack.cls, attack.name, status, resolved, escaped, reason, time.monotonic() - started)
@@ -460,7 +527,7 @@ def attempt(runner: Runner, inst: Instance, attack: Attack, name: str) -> Row | 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runners", default=",".join(RUNNERS))
-    parser.add_argument("--only", default="", help="attacks whose name starts with this")
+    parser.add_argument("--only", default="", help="attacks whose name has this in it")
     parser.add_argument("--wall-s", type=float, default=120.0)
     parser.add_argument("--bomb-wall-s", type=float, default=30.0)
     args = parser.parse_args()
@@ -483,9 +550,9 @@ def main() -> int:
                 flush=True,
             )
             for attack in ATTACKS:
-                if not attack.name.startswith(args.only):
+                if args.only not in attack.name:
                     continue
-                row = attempt(bombs if attack.bomb else plain, inst, attack, name)
+                row = attempt(bombs if attack.bomb else plain, Path(cache), inst, attack, name)
                 if row is None:
                     continue
                 rows.append(row)
