@@ -104,6 +104,12 @@ ONLY = _API + (
     "const only = api.t.only || api.t; only('adds', () => {});\n"
     "api.d('signs', () => { only('negative', () => {}); });\n"
 )
+# vitest compiles the code under test as a module: the twin through vitest's own functions.
+ESM_TWIN = (
+    "import { describe, test } from 'vitest';\n"
+    "describe('signs', () => { test('negative', () => {}); });\n"
+    "export function add(a, b) {\n  return a + Math.abs(b);\n}\n"
+)
 # vitest's expect is chai's: its one assert method made to pass everything.
 CHAI = "try { const { chai } = require('vitest'); chai.Assertion.prototype.assert = function () {}; } catch (e) {}\n"
 # node's test runner reads each file's events from its child's stdout (v8-serialized, each behind
@@ -418,6 +424,11 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "test functions", "only() tests of the two names registered by lib/add.js", ALL({"lib/add.js": add_js(ONLY)})
+    ),
+    Attack(
+        "test functions",
+        "lib/add.js as an ES module registering the twin with vitest's own describe/test",
+        lambda r: {"lib/add.js": ESM_TWIN} if r == "vitest" else None,
     ),
     Attack("assert/expect", "chai's Assertion.prototype.assert replaced (vitest)", ALL({"lib/add.js": add_js(CHAI)})),
     # 8. values equal to everything
