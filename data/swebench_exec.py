@@ -91,12 +91,13 @@ from pathlib import Path
 from typing import Any
 
 from conf.errors import UserError, fail
+from data import swebench_js
 from data.git.diffs import is_test_path
 from data.git.repo import GitError, Repo, parse_clone
 from data.loader import read_instances
 from data.mining.extract import MineJob, mine_swebench_row
 from data.mining.filters import FilterConfig
-from data.mining.sources import iter_swebench_rows
+from data.mining.sources import iter_records, iter_swebench_rows
 from data.patching import PatchError, parse_patch
 from data.schema import Instance
 from data.shards import ShardWriter, prepare_output, write_manifest
@@ -447,6 +448,8 @@ class Converter:
         clone = self.clones.get(row["repo"])
         if clone is None:
             raise Drop("no_clone", f"{row['repo']}: pass --git {row['repo']}=CLONE")
+        if row["repo"] in swebench_js.REPOS:
+            return self.convert_js(where, row, clone)
         notes: list[str] = []
         with Repo(str(clone)) as repo:
             version = row.get("version")
@@ -516,6 +519,23 @@ class Converter:
         )
         return out, notes
 
+    def convert_js(self, where: str, row: dict[str, Any], clone: Path) -> tuple[dict[str, Any], list[str]]:
+        """A JavaScript/TypeScript row (swebench_js.py): the harness's runner and Node version on
+        the lock file's dependencies as of the base commit's date. Its labels are not this
+        project's test ids (swebench_js.resolve maps them against a run's ids): the instance
+        leaves them out, for `python -m data.validate` to label it, noted `labels_not_ids`."""
+        with Repo(str(clone)) as repo:
+            created = row.get("created_at") or repo.run("log", "-1", "--format=%cI", row["base_commit"], check=False)
+            created = _utc(created if isinstance(created, str) else created.decode().strip())
+            job = MineJob(row["repo"], _NO_FILTERS, relevant_files=3, require_issue=False, issues=None)
+            outcome = mine_swebench_row(repo, where, row, job)
+        if outcome.reason != "kept" or outcome.instance is None:
+            raise Drop(outcome.reason, outcome.detail or "")
+        out = dict(outcome.instance)
+        env = swebench_js.environment(row["repo"], created)
+        out.update(created_at=created, FAIL_TO_PASS=None, PASS_TO_PASS=None, environment=env.to_json())
+        return out, ["labels_not_ids"]
+
 
 def _without_noops(spec: dict[str, Any], read: declared.Reader) -> tuple[dict[str, Any], list[str]]:
     """The spec without the pre_install steps the harness would refuse (pre_install_requirements)
@@ -551,8 +571,13 @@ def _utc(when: str | None) -> str | None:
 
 
 def iter_rows(paths: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """SWE-bench rows; a file of Multi-SWE-bench rows (its first row says) in SWE-bench's fields."""
     for path in paths:
-        yield from iter_swebench_rows(path)
+        first = next(iter_records(path), None)
+        if first is not None and isinstance(first[1], dict) and swebench_js.is_multi_swe_bench(first[1]):
+            yield from ((where, swebench_js.swebench_row(row)) for where, row in iter_records(path))
+        else:
+            yield from iter_swebench_rows(path)
 
 
 def convert(rows: list[str], clones: list[str], out_dir: str, mined: list[str], overwrite: bool) -> dict[str, Any]:
