@@ -60,6 +60,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -315,7 +316,8 @@ class Runner:
         changes.update(canaries.files())  # after every patch: nothing of theirs replaces them
         variables = {k: v for k, v in env.variables.items() if k != "PYTHONPATH"}
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
-        variables.update(test_runner.variables())
+        token = secrets.token_hex(12)  # the guard's, for a finding in a process without the pipe
+        variables.update(test_runner.variables(token))
         watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
         probe = probe_spec(watched, job.patch, test_patch or "", changes)  # a file: the ids may be many
         ro_paths = env.ro_paths
@@ -341,6 +343,14 @@ class Runner:
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
         done["uncapped"] = result.uncapped
+        said = f"{token} tampered: "  # the guard in a process without the pipe (vitest's forks)
+        for stream in (result.stderr, result.stdout):
+            if said in stream:
+                why = stream.split(said, 1)[1].splitlines()[0][:300]
+                kept = {k: v for k, v in done.items() if k != "covered"}
+                return fail(
+                    "tampered", f"the harness's guard found the test machinery changed: {why}", resolved=False, **kept
+                )
         return self._verdict(job, result, canaries, env.ro_paths, watched, done)
 
     @staticmethod

@@ -78,8 +78,9 @@ class TestRunner(ABC):
         """Whether a test patch's file is one of this runner's test files."""
         return path.endswith(self.suffixes)
 
-    def variables(self) -> dict[str, str]:
-        """What a test run adds to the environment's variables (an agent's session has none of it)."""
+    def variables(self, token: str) -> dict[str, str]:
+        """What a test run adds to the environment's variables (an agent's session has none of
+        it); `token`: the run's own, which the harness's guard says a finding with."""
         return {}
 
     @abstractmethod
@@ -157,9 +158,10 @@ class JavaScriptRunner(TestRunner):
     suffixes = JS_SUFFIXES
     style: ClassVar[str]  # the canaries' style (report.Canaries.javascript)
 
-    def variables(self) -> dict[str, str]:
-        # Every node process of the run loads the harness's guard first (js/swe_rl_guard.cjs).
-        return {"NODE_OPTIONS": f"--require {HARNESS_DIR}/swe_rl_guard.cjs"}
+    def variables(self, token: str) -> dict[str, str]:
+        # Every node process of the run loads the harness's guard first (js/swe_rl_guard.cjs);
+        # a child without the report's pipe says a finding on its stderr after the token.
+        return {"NODE_OPTIONS": f"--require {HARNESS_DIR}/swe_rl_guard.cjs", "SWE_RL_GUARD_TOKEN": token}
 
     def command(
         self, python: str, runner_args: tuple[str, ...], import_root: str, tests: list[str]

@@ -129,12 +129,12 @@ def test_the_javascript_runners_are_registered_with_their_language():
     assert runner_for("pytest").takes("tests/test_x.py") and not runner_for("pytest").takes("a.test.js")
 
 
-@pytest.mark.parametrize("name", ["node-test", "jest"])
+@pytest.mark.parametrize("name", ["node-test", "jest", "vitest"])
 def test_a_candidate_that_disables_assert_in_an_isolated_file_is_tampered(runner, name):
-    """Runners that give each test file a process (node's) or a context (jest's) of its own: the
-    canaries never load the candidate's module, the guard every process loads first finds
-    assert replaced (a child of node's runner says so through its stderr, with the run's token).
-    vitest's forked workers are not covered: their stderr never reaches the reporter."""
+    """Runners that give each test file a process (node's, vitest's forks) or a context (jest's)
+    of its own: the canaries never load the candidate's module, the guard every process loads
+    first finds assert replaced (a child says so on its stderr after the run's token: node's
+    runner hands it to the reporter, the host reads vitest's in the run's output)."""
     inst = jsrepos.instance(name)
     forged = jsrepos.BUG + "require('assert').strictEqual = function () {};\n"
     run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forged})))
@@ -215,3 +215,19 @@ def test_a_derived_javascript_environment_whose_tests_import_what_the_fix_adds(t
     spec = derivation.spec
     assert (spec.runner, spec.install, spec.network) == ("mocha", "lock", "loopback")
     assert derivation.ok and derivation.attempts[0].counts == {"passed": 3, "skipped": 1}, derivation.record()
+
+
+@pytest.mark.parametrize(
+    ("name", "forgery"),
+    [
+        # a passing twin of the failing test, registered when the code under test loads
+        ("mocha", "describe('signs', () => { it('negative', () => {}); });\n"),
+        # jest's and vitest's toBe compare with the global Object.is
+        ("vitest", "Object.is = () => true;\n"),
+    ],
+)
+def test_forgeries_from_the_code_under_test_do_not_resolve(runner, name, forgery):
+    inst = jsrepos.instance(name)
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": jsrepos.BUG + forgery})))
+    assert run.resolved is False, (run.status, run.reason, run.outcomes)
+    assert run.status == "tampered" or run.outcomes.get(f"{TEST}::signs > negative") != "passed"

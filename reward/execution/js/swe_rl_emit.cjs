@@ -2,7 +2,9 @@
 // The harness's report stream for JavaScript runners: one JSON line per test to the pipe named by
 // SWE_RL_REPORT_FD (held by the sandbox's PID 1), in the format of the pytest recorder
 // (reward/execution/report.py). Ids are `<path from the repository root>::<titles joined by " > ">`;
-// a name a file repeats gets " #2", " #3" (a report may name a test once).
+// a name a file repeats gets " #2", " #3" (a report may name a test once), and the first of
+// them a failed teardown: no run of a repeated name passes (code under test that registers a
+// passing twin of a failing test, reported first, decides nothing).
 const fs = require('fs');
 const path = require('path');
 
@@ -30,6 +32,10 @@ function rel(file) {
 function unique(id) {
   const count = (seen.get(id) || 0) + 1;
   seen.set(id, count);
+  if (count === 2) {
+    const why = 'the file reports this test name more than once: no run of it counts';
+    write({ id, when: 'teardown', outcome: 'failed', message: why });
+  }
   return count === 1 ? id : `${id} #${count}`;
 }
 
