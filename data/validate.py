@@ -20,7 +20,9 @@ kept instances are written as schema-v4 Parquet shards (FAIL_TO_PASS, PASS_TO_PA
 needs_network and the environment they were validated in) with `_manifest.json`, which counts
 every outcome and keeps the first examples of each:
 
-    kept, no_test_patch, env_failed, no_interpreter, no_snapshot, test_patch_fails (the test
+    kept, no_test_patch, no_tests (none of the test patch's files is one the runner takes: a
+    JavaScript command's own selection leaves out axios's karma specs), env_failed,
+    no_interpreter, no_snapshot, test_patch_fails (the test
     patch does not apply to the snapshot: not the tree it was written for), oracle_fails (the
     patch does not apply, or the after runs produce no report), timeout, no_fail_to_pass, lost
 
@@ -101,6 +103,8 @@ def label(before: object, after: Iterable[object]) -> Labels:
             return Labels(status, reason=reason)
         if status == "patch_failed" and run is before:  # the tree is not the one the test patch is for
             return Labels("test_patch_fails", reason=reason)
+        if status == "no_tests":  # no test file the runner takes (a JavaScript command's selection)
+            return Labels("no_tests", reason=reason)
         return Labels("oracle_fails" if run is not before else "env_failed", reason=f"{status}: {reason}")
     b, *a = (run.outcomes for run in runs)  # type: ignore[attr-defined]
     names = set(b).union(*a)

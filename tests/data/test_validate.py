@@ -31,6 +31,12 @@ def test_a_test_patch_that_does_not_apply_before_the_fix_is_not_an_environment_f
     assert validate.label(Run("env_failed", "uv"), [Run("ok"), Run("ok")]).outcome == "env_failed"
 
 
+def test_a_test_patch_whose_files_the_runner_does_not_take_is_said_as_such():
+    karma = Run("no_tests", "none of ['test/specs/a.spec.js'] is in the runner's selection ['test/unit/**/*.js']")
+    labels = validate.label(karma, [karma, karma])
+    assert labels.outcome == "no_tests" and "runner's selection" in labels.reason
+
+
 def test_tests_that_failed_on_the_network_are_named_not_silently_dropped():
     """requests' suites call live hosts: such a test fails before and after the fix here and is
     in neither label; it is named in needs_network (an ordinary failure, or a flaky test, is not)."""
