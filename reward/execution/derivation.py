@@ -15,8 +15,8 @@ It fails at a stage:
     baseline      the tests did not run (pytest could not start or collect: no_report, a
                   timeout, ...), or ran and `unusable` says why they do not count: no test
                   collected, most tests erroring (an import that fails at collection), no test
-                  passing. A JavaScript runner that stopped before its first test (mocha, at a
-                  test file importing a module only the fix adds) is asked again with the fix
+                  passing. A JavaScript baseline whose test files all failed to load (a test
+                  file importing a module only the fix adds) is asked again with the fix
 
 After a baseline whose tests could not import a package, the candidates of the same requirement
 set go last (another interpreter would miss the package too); after a failed build of the
@@ -223,10 +223,12 @@ class Deriver:
         clock = time.monotonic()
         job = TestJob(replace(instance, environment=spec.to_json()), "", job_id=f"derive/{k}", tests=tests)
         run = self.runner.run(job)
-        if run.status == "ok" and set(run.outcomes) == {LOAD_FAILURE} and instance.patch:
-            # A JavaScript runner stopped before its first test, the tests importing what only
-            # the fix adds (mocha stops at the first file that cannot load, where pytest reports
-            # that file and goes on): whether this environment runs them is asked with the fix.
+        unloaded = set(run.outcomes) == {LOAD_FAILURE} or set(run.outcomes.values()) == {"error"}
+        if run.status == "ok" and unloaded and instance.patch and spec.node is not None:
+            # A JavaScript runner stopped before its first test, or every test file failed to
+            # load, the tests importing what only the fix adds (mocha stops at the first file
+            # that cannot load; vitest and jest report the file): whether this environment runs
+            # them is asked with the fix.
             run = self.runner.run(replace(job, patch=instance.patch, job_id=f"derive/{k}/fixed"))
         seconds, build_s = round(time.monotonic() - clock, 1), round(run.env_build_s, 1)
         stage = STAGES.get(run.status, "baseline")
