@@ -69,7 +69,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # which data.demo rebuilds with the harness)
     (
         "tested",
-        ("data.bugs", "data.demo", "data.loader", "data.swebench_exec", "reward.kinds"),
+        ("data.bugs", "data.demo", "data.loader", "data.swebench_exec", "data.swebench_js", "reward.kinds"),
     ),
     # the DeepSpeed side
     (
