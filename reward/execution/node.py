@@ -449,7 +449,10 @@ def _run(argv: list[str], cwd: Path, timeout_s: float) -> str:
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{' '.join(argv[:3])}: no result within {timeout_s:.0f} s") from None
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:3])} failed: {_tail(proc.stderr or proc.stdout)}")
+        output = proc.stderr or proc.stdout
+        # The tool's own error lines (npm's `npm error ...`, yarn's `error ...`) before its stack.
+        said = [line.strip() for line in output.splitlines() if re.match(r"(npm )?(error|ERR!)\b", line.strip())]
+        raise RuntimeError(f"{' '.join(argv[:3])} failed: {' / '.join(said[:3]) or _tail(output)}")
     return proc.stdout
 
 

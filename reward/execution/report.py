@@ -250,7 +250,11 @@ class Canaries:
         compiles every test file), CommonJS otherwise; `// @ts-nocheck`: a TypeScript
         compiler that type-checks (ts-jest) takes the file as it is."""
         folder = PurePosixPath(tests[-1]).parent if tests else PurePosixPath("test")
-        path = str(folder / f"c{_token()}{suffix}")
+        if suffix.startswith("/"):  # a bare name (`/test.ts`): the canary is that file in a folder of its own
+            folder = folder / f"c{_token()}"
+            path = str(folder / suffix[1:])
+        else:
+            path = str(folder / f"c{_token()}{suffix}")
         helper = f"_{_token()}.cjs"
         check, same = f"check_{_token(4)}", f"same_{_token(4)}"
         a, b = secrets.randbelow(1 << 30), secrets.randbelow(1 << 30) + (1 << 30)

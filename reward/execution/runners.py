@@ -174,9 +174,14 @@ class JavaScriptRunner(TestRunner):
 
     def canary_suffix(self, tests: list[str]) -> str:
         """The canary file's name after its token: the last test file's from its first dot
-        (`.test.ts`, `.spec.js`, `.js`), so the runner's own test-file patterns take it."""
+        (`.test.ts`, `.spec.js`, `.js`), so the runner's own test-file patterns take it; a test
+        file named only `test.ts` (date-fns: `src/<fn>/test.ts`, its vitest `include` that name
+        alone) gives `/test.ts`: the canary is a file of that name in a folder of its own."""
         name = PurePosixPath(tests[-1]).name if tests else "x.test.js"
-        return name[name.index(".") :] if "." in name else ".test.js"
+        stem, dot, rest = name.partition(".")
+        if dot and stem in ("test", "tests", "spec"):
+            return "/" + name
+        return "." + rest if dot else ".test.js"
 
     @abstractmethod
     def argv(self, runner_args: tuple[str, ...]) -> list[str]:

@@ -231,3 +231,12 @@ def test_forgeries_from_the_code_under_test_do_not_resolve(runner, name, forgery
     run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": jsrepos.BUG + forgery})))
     assert run.resolved is False, (run.status, run.reason, run.outcomes)
     assert run.status == "tampered" or run.outcomes.get(f"{TEST}::signs > negative") != "passed"
+
+
+def test_a_test_file_named_only_test_gets_a_canary_of_that_name_in_a_folder_of_its_own():
+    """date-fns names every test `src/<fn>/test.ts` and its vitest config takes that name alone."""
+    spec = EnvSpec(node="host", install="none", runner="vitest")
+    argv, canaries = command("/usr/bin/node", spec, ["src/addDays/test.ts"])
+    folder, name = canaries.path.rsplit("/", 1)
+    assert name == "test.ts" and folder.startswith("src/addDays/c") and argv[-1] == canaries.path
+    assert f"from '../../../{canaries.helper}'" in canaries.source
