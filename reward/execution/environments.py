@@ -105,6 +105,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -422,21 +423,15 @@ class Environments:
             with locked(target):
                 if not (target / node.RECORD).is_file():  # built by another runner meanwhile
                     start = time.monotonic()
-                    tmp = target.with_name(f".{target.name}.tmp")
-                    try:
-                        self._build_node(spec, snapshot, binary, version, tmp)
-                        os.replace(tmp, target)
-                    except BaseException:
-                        shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing on disk
-                        raise
+                    self._staged(target, lambda tmp: self._build_node(spec, snapshot, binary, version, tmp, target))
                     self.builds += 1
                     built = time.monotonic() - start
-        toolchain = str(Path(binary).parent.parent)
-        ro = () if toolchain == "/usr" else (toolchain,)  # the system's node is in the sandbox's /usr
         layers = (str(target / node.LAYER),) if spec.install == "lock" else ()
-        return Environment(binary, ro, node.run_variables(binary), key, built, {}, layers)
+        return Environment(binary, node.ro_paths(binary), node.run_variables(binary), key, built, {}, layers)
 
-    def _build_node(self, spec: EnvSpec, snapshot: Path | None, binary: str, version: str, tmp: Path) -> None:
+    def _build_node(
+        self, spec: EnvSpec, snapshot: Path | None, binary: str, version: str, tmp: Path, target: Path
+    ) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         layer = tmp / node.LAYER
         layer.mkdir(parents=True)
@@ -449,9 +444,8 @@ class Environments:
                 tool = node.host_install(snapshot, layer, spec.exclude_newer, tools, self.build_timeout_s)
             except RuntimeError as exc:
                 raise EnvironmentFailed(f"install the dependencies (on the host, scripts off): {exc}") from None
-            toolchain = Path(binary).parent.parent
             try:
-                ro = () if str(toolchain) == "/usr" else (str(toolchain),)
+                ro = node.ro_paths(binary)
                 pnpm = node.pnpm_for(snapshot) if tool == "pnpm install" else ""
                 node.sandboxed_rebuild(binary, version, layer, ro, tools, self.build_timeout_s, pnpm)
             except RuntimeError as exc:
@@ -461,9 +455,8 @@ class Environments:
                 if path.is_file() and not path.is_symlink() and "node_modules" not in path.relative_to(layer).parts:
                     path.unlink()
         (tmp / node.RECORD).write_text(json.dumps({"node": binary, "version": version, "tool": tool}))
-        for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
+        _readable(tmp)
+        os.replace(tmp, target)
 
     def products_path(self, key: str, snapshot: Path) -> Path:
         """Where the compiled modules of `snapshot` built in environment `key` live: one folder
@@ -492,11 +485,17 @@ class Environments:
         return dest
 
     def _build(self, spec: EnvSpec, snapshot: Path | None, target: Path) -> None:
+        self._staged(target, lambda tmp: self._build_into(spec, snapshot, target, tmp))
+
+    @staticmethod
+    def _staged(target: Path, build: Callable[[Path], None]) -> None:
+        """`build(tmp)` into a temporary folder beside `target`, which it renames into place
+        when done: a failed build leaves nothing on disk."""
         tmp = target.with_name(f".{target.name}.tmp")
         try:
-            self._build_into(spec, snapshot, target, tmp)
+            build(tmp)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing on disk
+            shutil.rmtree(tmp, ignore_errors=True)
             raise
 
     def _build_into(self, spec: EnvSpec, snapshot: Path | None, target: Path, tmp: Path) -> None:
@@ -529,9 +528,7 @@ class Environments:
             subprocess.run(
                 [python, "-m", "compileall", "-q", str(site)], capture_output=True, timeout=self.build_timeout_s
             )
-        for path in [tmp, *tmp.rglob("*")]:  # readable by the sandbox's user
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
+        _readable(tmp)
         os.replace(tmp, target)
 
     def _sandboxed_build(self, spec: EnvSpec, snapshot: Path, venv: Path, out: Path) -> list[str]:
@@ -626,6 +623,13 @@ class Environments:
             raise EnvironmentFailed(f"{what}: no result within {self.build_timeout_s:.0f} s") from None
         if proc.returncode != 0:
             raise EnvironmentFailed(f"{what} failed: {_tail(proc.stderr or proc.stdout)}", proc.stderr or proc.stdout)
+
+
+def _readable(folder: Path) -> None:
+    """Every file and folder of a built environment readable by the sandbox's user."""
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
 
 
 def _tail(text: str, lines: int = 8) -> str:

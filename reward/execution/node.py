@@ -414,6 +414,13 @@ def sandboxed_rebuild(
         raise RuntimeError(f"{why}: {_tail(result.stderr or result.stdout, 20)}")
 
 
+def ro_paths(node: str) -> tuple[str, ...]:
+    """The toolchain's folder a run mounts read-only (none for the system's node: the sandbox
+    has /usr)."""
+    toolchain = str(Path(node).parent.parent)
+    return () if toolchain == "/usr" else (toolchain,)
+
+
 def run_variables(node: str) -> dict[str, str]:
     """A JavaScript test run's whole environment: the toolchain first on PATH, then the
     dependencies' commands, no colours, CI's non-interactive settings (jest's, vitest's)."""
