@@ -107,6 +107,16 @@ def test_instance_is_well_formed(row):
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_patch_reproduces_oracle_new_content(row):
+    check_patch_reproduces(row)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_patches_apply_with_git(tmp_path):
+    check_git_applies(ROWS, tmp_path)
+
+
+def check_patch_reproduces(row: Mapping) -> None:
+    """The patch gives oracle_new_content exactly, a small change (this set's and demo-js's)."""
     # The strict applier that checks every mined instance (data/patching.py).
     patched = apply_patch(files_to_dict(row["code_context"]), row["patch"])
     assert patched == files_to_dict(row["oracle_new_content"])
@@ -116,9 +126,9 @@ def test_patch_reproduces_oracle_new_content(row):
     assert max(added, removed) >= 1 and added <= MAX_LINES_PER_SIDE and removed <= MAX_LINES_PER_SIDE
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_patches_apply_with_git(tmp_path):
-    for row in ROWS:
+def check_git_applies(rows: list, tmp_path: Path) -> None:
+    """`git apply` of each row's patch and test patch gives after/ and the tests exactly."""
+    for row in rows:
         before, after, tests = _trees(row)
         work = tmp_path / row["instance_id"]
         _write_tree(work, before)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -24,7 +23,7 @@ from data.schema import FIELD_NAMES, Instance, files_to_dict, to_table, validate
 from reward.execution import sandbox
 from reward.execution.environments import EnvSpec
 from reward.execution.runner import Runner, TestJob
-from tests.data.test_demo import MAX_LINES_PER_SIDE, MAX_PROMPT_CHARS, _trees, _write_tree
+from tests.data.test_demo import MAX_PROMPT_CHARS, check_git_applies, check_patch_reproduces
 
 JS = demo.DEMO_SETS["demo-js"]
 ROWS = demo.load_demo_rows("demo-js")
@@ -102,27 +101,12 @@ def test_instance_is_a_node_package_with_node_tests(row):
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_patch_reproduces_oracle_new_content(row):
-    patched = apply_patch(files_to_dict(row["code_context"]), row["patch"])
-    assert patched == files_to_dict(row["oracle_new_content"])
-    body = [line for line in row["patch"].splitlines() if not line.startswith(("+++", "---"))]
-    added = sum(line.startswith("+") for line in body)
-    removed = sum(line.startswith("-") for line in body)
-    assert max(added, removed) >= 1 and added <= MAX_LINES_PER_SIDE and removed <= MAX_LINES_PER_SIDE
+    check_patch_reproduces(row)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_patches_apply_with_git(tmp_path):
-    for row in ROWS:
-        before, after, tests = _trees(row)
-        work = tmp_path / row["instance_id"]
-        _write_tree(work, before)
-        for field in ("patch", "test_patch"):
-            (work / f"{field}.diff").write_text(row[field], encoding="utf-8")
-            proc = subprocess.run(["git", "apply", f"{field}.diff"], cwd=work, capture_output=True, text=True)
-            assert proc.returncode == 0, f"{row['instance_id']}: git apply {field}: {proc.stderr}"
-            (work / f"{field}.diff").unlink()
-        written = {p.relative_to(work).as_posix(): p.read_text() for p in work.rglob("*") if p.is_file()}
-        assert written == after | tests, row["instance_id"]
+    check_git_applies(ROWS, tmp_path)
 
 
 @pytest.fixture(scope="module")
