@@ -107,6 +107,7 @@ class Trainer:
             self.scale_fleet()
             metrics = self.train_step()
             self.step += 1
+            self.probe.after_step(self.step)
             if self.step % self.cfg.trainer.checkpoint_every == 0 or self.step == self.cfg.trainer.steps:
                 timer = PhaseTimer()
                 with timer("checkpoint"):

@@ -302,6 +302,10 @@ class TrainerConfig:
     # Samples per probe prompt (fewer than a group: the probe only measures, and an untrained
     # model's samples run to rollout.max_new_tokens).
     probe_samples: int = 4
+    # Also measure the probe after every this many RL steps (0 = only before training, after the
+    # warm start and at the end): the same prompts and seeds each time, so reward_curve.png's
+    # probe line is a learning curve, not the luck of the prompts each step drew.
+    probe_every: int = 0
     # Write a checkpoint every this many steps (and always at the end).
     checkpoint_every: int = 1
     # Checkpoints kept (the newest ones): a damaged newest one is skipped on resume for the one
@@ -585,6 +589,8 @@ def validate(cfg: TrainConfig) -> None:
         )
     if cfg.trainer.probe_prompts < 0:
         raise ConfigError(f"trainer.probe_prompts={cfg.trainer.probe_prompts}: must be >= 0 (0 = no probe)")
+    if cfg.trainer.probe_every < 0:
+        raise ConfigError(f"trainer.probe_every={cfg.trainer.probe_every}: must be >= 0 (0 = only start and end)")
     if cfg.trainer.dynamic_sampling_max_rounds < 0:
         raise ConfigError(
             f"trainer.dynamic_sampling_max_rounds={cfg.trainer.dynamic_sampling_max_rounds}: must be >= 0"

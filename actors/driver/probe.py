@@ -12,7 +12,9 @@
                            start and the held-out split show.
 
 The driver measures before anything trains ("start"), after the SFT warm start when there is
-one ("sft"), and after the last RL step ("end"); results go to <run_dir>/probe.jsonl.
+one ("sft"), after every `trainer.probe_every`-th RL step ("step N") and after the last RL step
+("end": the last step's measurement when it had one, not sampled twice); results go to
+<run_dir>/probe.jsonl, which reward_curve.png draws (learner/plot.py).
 """
 
 from __future__ import annotations
@@ -105,9 +107,22 @@ class Probe:
         if sft:
             self.measure("sft")
 
-    def end(self) -> dict[str, dict[str, Measurement]]:
-        """After the last RL step: the last measurement ("end"); every measurement of the run."""
-        self.measure("end")
+    def after_step(self, step: int) -> None:
+        """After RL step `step` (1-based): measured as "step N" every `trainer.probe_every` steps."""
+        every = self.cfg.trainer.probe_every
+        if every and step % every == 0:
+            self.measure(step_label(step))
+
+    def end(self, step: int) -> dict[str, dict[str, Measurement]]:
+        """After the last RL step `step`: the last measurement ("end"), which is that step's
+        when after_step took one (same weights, same seeds: the same samples); every
+        measurement of the run."""
+        last = self.results.get(step_label(step))
+        if last is None:
+            self.measure("end")
+        else:
+            self.results["end"] = last
+            self._append("end", last, seconds=0.0)
         return self.results
 
     def measure(self, label: str) -> dict[str, Measurement]:
@@ -135,8 +150,7 @@ class Probe:
             out[split] = Measurement(mean, malformed, len(scores), len(items))
         self.results[label] = out
         seconds = round(time.perf_counter() - start, 1)
-        with open(self.path, "a") as f:
-            f.write(json.dumps({"label": label, **{k: asdict(v) | {"s": seconds} for k, v in out.items()}}) + "\n")
+        self._append(label, out, seconds)
         for split, m in out.items():
             log.info(
                 "[probe] %s, %s: reward %.3f, format errors %s (%d prompts x %d samples, %.0f s)",
@@ -149,6 +163,15 @@ class Probe:
                 seconds,
             )
         return out
+
+    def _append(self, label: str, out: Mapping[str, Measurement], seconds: float) -> None:
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"label": label, **{k: asdict(v) | {"s": seconds} for k, v in out.items()}}) + "\n")
+
+
+def step_label(step: int) -> str:
+    """The probe's label after RL step `step` (learner/plot.py reads it back)."""
+    return f"step {step}"
 
 
 def _pct(x: float) -> str:
@@ -187,6 +210,12 @@ def summary_lines(probes: Mapping[str, Mapping[str, Measurement]], steps: Sequen
             f"{s1.reward_mean:.3f} -> {s2.reward_mean:.3f}, format errors {_pct(s1.format_error_rate)} -> "
             f"{_pct(s2.format_error_rate)}"
         )
+    curve = [(label, m) for label, m in train.items() if label.startswith("step ")]
+    if curve:
+        first_label = "sft" if "sft" in train else "start"
+        points = [f"{train[first_label].reward_mean:.3f} ({first_label})"] if first_label in train else []
+        points += [f"{m.reward_mean:.3f} ({label})" for label, m in sorted(curve, key=lambda x: int(x[0].split()[1]))]
+        lines.append(f"[summary] the probe's training reward along RL: {' -> '.join(points)}")
     held = [probes[label]["heldout"] for label in ("start", "sft", "end") if "heldout" in probes.get(label, {})]
     if len(held) >= 2:
         h = held[0]

@@ -184,7 +184,7 @@ class RunLog:
     def finish(self, step: int, probe: Probe) -> None:
         """The closing lines: where the export and the plot are, then what the policy learned
         (actors/driver/probe.py: the probe's last measurement, then summary_lines)."""
-        probes = probe.end()
+        probes = probe.end(step)
         log.info("[done] %d steps; Hugging Face export in %s", step, self.run_dir / "hf")
         if self.metrics_path.is_file():  # trainer.loggers without jsonl: nothing to plot
             try:

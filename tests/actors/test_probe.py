@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 from actors.driver.probe import Measurement, Probe, measure, summary_lines
 from actors.driver.reward_pool import ScoredJob
 from actors.rollout.actor import Completion, GenerationRequest, GenerationResult
 from conf import config
 from learner import models
+from learner.plot import probe_curve
 from reward.core import RewardResult
 
 STEPS = [
@@ -86,7 +89,7 @@ def test_every_measurement_samples_the_same_prompts_with_the_same_seeds(tmp_path
     # start: train -1, held-out -1; end: train 0.5, held-out -1
     probe = Probe(cfg, tokenizer, fleet, _Rewards([-1.0, -1.0, 0.5, -1.0]), tmp_path)  # type: ignore[arg-type]
     probe.measure("start")
-    results = probe.end()
+    results = probe.end(4)
     start, end = fleet.requests[:4], fleet.requests[4:]
     assert [r.seed for r in start] == [r.seed for r in end] and len({r.seed for r in start}) == 4
     assert [r.prompt_ids for r in start] == [r.prompt_ids for r in end]
@@ -104,7 +107,7 @@ def test_without_probe_prompts_nothing_is_generated_and_the_warm_start_still_run
     probe = Probe(cfg, None, fleet, _Rewards([]), tmp_path)  # type: ignore[arg-type]
     probe.before_rl(0, lambda: calls.append("sft"), lambda: calls.append("push"))
     probe.before_rl(3, lambda: calls.append("sft"), lambda: calls.append("push"))  # resumed: no warm start
-    assert calls == ["sft", "push", "push"] and probe.end() == {} and fleet.requests == []
+    assert calls == ["sft", "push", "push"] and probe.end(3) == {} and fleet.requests == []
     assert not (tmp_path / "probe.jsonl").exists()
 
 
@@ -119,4 +122,39 @@ def test_the_probe_is_off_for_agent_episodes_and_self_play(tmp_path):
         probe = Probe(cfg, None, fleet, _Rewards([]), tmp_path)  # type: ignore[arg-type]
         assert probe.splits == {}
         probe.before_rl(0, lambda: None, lambda: None)
-        assert probe.end() == {} and fleet.requests == []
+        assert probe.end(1) == {} and fleet.requests == []
+
+
+def test_every_k_steps_the_probe_measures_and_the_last_step_is_not_sampled_twice(tmp_path):
+    cfg = config.TrainConfig()
+    cfg.model.name, cfg.trainer.probe_prompts, cfg.trainer.probe_every = "tiny", 2, 2
+    tokenizer = models.tokenizer(models.resolve(cfg.model))
+    fleet = _Fleet()
+    probe = Probe(cfg, tokenizer, fleet, _Rewards([-1.0, -0.5, 0.25]), tmp_path)  # type: ignore[arg-type]
+    probe.measure("start")
+    for step in (1, 2, 3, 4):
+        probe.after_step(step)
+    results = probe.end(4)
+    assert list(results) == ["start", "step 2", "step 4", "end"]
+    assert results["step 2"]["train"].reward_mean == -0.5 and results["end"] == results["step 4"]
+    assert len(fleet.requests) == 3 * 2  # start, step 2, step 4: 2 prompts each; "end" reused step 4's
+    assert [r.seed for r in fleet.requests[:2]] == [r.seed for r in fleet.requests[4:]]
+    # A resumed run reads them back, "end" included; the curve puts each at its step.
+    again = Probe(cfg, tokenizer, fleet, _Rewards([]), tmp_path)  # type: ignore[arg-type]
+    assert again.results == results
+    rows = [json.loads(line) for line in (tmp_path / "probe.jsonl").read_text().splitlines()]
+    assert probe_curve(rows, 4) == [(0, -1.0), (2, -0.5), (4, 0.25)]
+    assert summary_lines(results, [])[-1] == (
+        "[summary] the probe's training reward along RL: -1.000 (start) -> -0.500 (step 2) -> 0.250 (step 4)"
+    )
+
+
+def test_the_curve_starts_from_the_warm_start_and_ends_at_the_last_step():
+    rows = [
+        {"label": "start", "train": {"reward_mean": -1.0}},
+        {"label": "sft", "train": {"reward_mean": 0.25}},
+        {"label": "step 3", "train": {"reward_mean": 0.5}},
+        {"label": "end", "train": {"reward_mean": 0.125}},
+    ]
+    assert probe_curve(rows, 5) == [(0, 0.25), (3, 0.5), (5, 0.125)]
+    assert probe_curve([], 5) == []
