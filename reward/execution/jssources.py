@@ -39,20 +39,22 @@ from urllib.parse import urlsplit
 
 # Registries whose tarball URLs a lock file may name (npm's and yarn's defaults), besides the
 # one npm is configured with (npm_config_registry).
-REGISTRIES = frozenset({"registry.npmjs.org", "registry.yarnpkg.com"})
+REGISTRIES = frozenset({"registry.npmjs.org", "registry.yarnpkg.com", "npm.jsr.io"})
 # package.json's fields whose values are dependency specs, by name.
 _DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
 # A version, a range or a dist-tag: what npm resolves against the registry by the package's name.
 _REGISTRY_SPEC = re.compile(r"[\w.*^~<>=|! +-]*")
 _TARBALL = (".tgz", ".tar.gz", ".tar")
-_REGISTRY_PATH = re.compile(r"/(@[^/]+/)?[^/@]+/-/(@[^/]+/)?[^/]+\.tgz$")
+_REGISTRY_PATH = re.compile(r"/(@[^/]+/)?[^/@]+/-/(@[^/]+/)?[^/]+\.tgz$|^/~/\d+/@jsr/[^/]+/[^/]+\.tgz$")  # npm's; JSR's
 _LOCAL = ("file:", "link:", "portal:")
 # pnpm-workspace.yaml's settings (pnpm 10 reads them there) that name a host path or another
 # source of code or packages: a hostile repository's would make the host's pnpm run or read them.
-_PNPM_REFUSED = frozenset(
+_PNPM_REFUSED = frozenset({"registry", "registries", "npmPath", "useNodeVersion", "executionEnv", "configDependencies"})
+# Its settings that name a folder or file: allowed inside the repository only (the host step runs
+# with --ignore-pnpmfile and a store of its own; these must not point it at a host path).
+_PNPM_PATHS = frozenset(
     {"pnpmfile", "globalPnpmfile", "storeDir", "virtualStoreDir", "modulesDir", "cacheDir", "stateDir"}
-    | {"lockfileDir", "patchesDir", "registry", "registries", "npmPath", "useNodeVersion", "nodeVersion"}
-    | {"executionEnv", "configDependencies", "hooks", "globalDir", "globalBinDir"}
+    | {"lockfileDir", "patchesDir", "globalDir", "globalBinDir"}
 )
 # Bounds on what is read: a lock file bigger than this is refused (npm's own are a few MB).
 _LOCK_BYTES = 64 << 20
@@ -150,7 +152,8 @@ def _spec_problem(snapshot: Path, folder: str, spec: object) -> str | None:
 def _inside(snapshot: Path, folder: str, path: str) -> bool:
     """Whether `path` (relative to the repository folder `folder`) stays inside the repository,
     lexically and once links are followed."""
-    if not path or path.startswith(("/", "~")) or "\\" in path:
+    path = path or "."  # `link:` alone: the manifest's own folder
+    if path.startswith(("/", "~")) or "\\" in path:
         return False
     rel = posixpath.normpath(posixpath.join(folder, path))
     if rel == ".." or rel.startswith("../") or rel.startswith("/"):
@@ -176,8 +179,12 @@ def _registry_url(url: str) -> bool:
 
 def _resolved_problem(snapshot: Path, folder: str, value: object) -> str | None:
     """Why a lock file's `resolved` (or `version`, `tarball`) value is refused, or None."""
+    if isinstance(value, bool):  # npm 6 writes `"resolved": false` for some bundled packages
+        return None
     if not isinstance(value, str):
         return "is not a string"
+    if value.startswith("npm:"):  # an alias, `npm:string-width@4.2.3`
+        return _spec_problem(snapshot, folder, value)
     if "://" in value or value.startswith(("git+", "git:", "github:", "gitlab:", "bitbucket:", "gist:")):
         return None if _registry_url(value) else "is not a registry's tarball URL"
     if value.startswith(_LOCAL):
@@ -276,10 +283,12 @@ def _pnpm_settings(snapshot: Path, text: str) -> Iterator[str]:
     and its patchedDependencies' patch files outside the repository."""
     section = ""
     for line in text.splitlines():
-        if m := re.match(r"^['\"]?([\w-]+)['\"]?\s*:", line):
-            section = m.group(1)
+        if m := re.match(r"^['\"]?([\w-]+)['\"]?\s*:\s*['\"]?([^'\"#]*?)['\"]?\s*(#.*)?$", line):
+            section, value = m.group(1), m.group(2)
             if section in _PNPM_REFUSED:
-                yield f"the setting {section!r} is refused (a path or a source the host's pnpm would use)"
+                yield f"the setting {section!r} is refused (another source the host's pnpm would use)"
+            elif section in _PNPM_PATHS and not _inside(snapshot, "", value or "?"):
+                yield f"the setting {section}: {value!r} names a path outside the repository"
         elif (
             section == "patchedDependencies"
             and (m := re.match(r"^\s+.+?:\s*['\"]?([^'\"#]+?)['\"]?\s*$", line))

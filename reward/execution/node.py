@@ -208,6 +208,8 @@ def workspace_manifests(snapshot: Path) -> list[str]:
     for pattern in spaces:
         if not isinstance(pattern, str) or ".." in PurePosixPath(pattern).parts or pattern.startswith("/"):
             continue
+        if not pattern.strip("/."):  # "" or "./": the root itself, no workspace (glob("") raises)
+            continue
         for folder in sorted(snapshot.glob(pattern.rstrip("/"))):
             manifest_path = folder / "package.json"
             if not _inside(snapshot, manifest_path):  # a workspace folder that is a link out of the repository
