@@ -379,3 +379,17 @@ def test_an_honest_manifest_with_registry_aliases_workspaces_and_vendored_files_
     )
     _tarball(root / "vendor" / "v-1.0.0.tgz", {"package.json": "{}"})
     jssources.check(root, ["package.json", "packages/w/package.json"], "package-lock.json")  # no error
+
+
+def test_a_manifest_naming_a_host_file_through_a_linked_nvmrc_reads_nothing_of_it(tmp_path):
+    from reward.execution import jsenv
+
+    secret = tmp_path / "host" / "secret"
+    secret.parent.mkdir()
+    secret.write_text("16.20.2\n")  # read as a pin, its text would reach the candidates' names (the dataset)
+    package = {"name": "calc", "devDependencies": {"jest": "^29.0.0"}, "scripts": {"test": "jest"}}
+    root = _repository(tmp_path / "snapshot", {"package.json": json.dumps(package)})
+    (root / ".nvmrc").symlink_to(secret)
+    (root / ".node-version").symlink_to(secret)
+    found = jsenv.js_candidates(root, "2024-06-01T00:00:00Z", "unit/calc")
+    assert found and not any("16.20.2" in why for why, _ in found)
