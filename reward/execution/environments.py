@@ -11,7 +11,9 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
     install         "none"; or "snapshot": the snapshot's declared dependencies (setup.py,
                     setup.cfg, pyproject.toml) are installed, and the snapshot's own
                     distribution removed again: the code under test is always the snapshot on
-                    the import path (`pythonpath`), never a copy in site-packages
+                    the import path (`pythonpath`), never a copy in site-packages. In either
+                    mode, a release of the repository a dependency pulled in is removed after
+                    the last install (owncode.py), the names it goes by part of the cache key
     extras          with "snapshot": extras of the snapshot's own project to install ("test")
     exclude_newer   resolve every package as of this date (uv's --exclude-newer), the runner too:
                     a current pytest breaks old suites; an exact pin (`name==1.2`) is exempt:
@@ -57,8 +59,9 @@ or prints, is hostile; setup.py and a PEP 517 build backend are its code):
                     distribution's Requires-Dist for the spec's extras and this interpreter
                     (markers evaluated) as JSON
     host, root      that JSON is read as hostile text: bounded, each entry a PEP 508
-                    requirement of the index by name (one with a URL or a path would be
-                    built as root: EnvironmentFailed names it); one `uv pip install` of them
+                    requirement of the index by name (one with a URL or a path, or named
+                    like an archive, which uv reads as a file, would be built as root:
+                    EnvironmentFailed names it); one `uv pip install` of them
                     with the requirements and SEED, as of the date; then the distribution's
                     .dist-info (regular files only) is copied into site-packages, its code
                     never: the version and entry points stay (sqlfluff reads its version with
