@@ -221,7 +221,9 @@ def _prune(site: Path, tops: set[str]) -> None:
     """Folders under `tops` that removal emptied, and caches of removed modules."""
     for top in tops:
         folder = site / top
-        if folder.is_symlink() or not folder.is_dir() or top.endswith(".dist-info"):
+        if top in ("", ".", "..") or top.endswith((".dist-info", ".data")) or folder.is_symlink():
+            continue  # `../../../bin/x` (a script) is not a folder of site-packages
+        if not folder.is_dir():
             continue
         for here, _dirs, files in sorted(os.walk(folder), key=lambda w: -len(w[0])):
             path = Path(here)

@@ -135,6 +135,7 @@ def test_an_own_release_is_removed_by_its_record_and_shared_namespaces_stay(tmp_
     dist("zope.event", {"zope/event/__init__.py": ""})  # a namespace the snapshot shares
     dist("sloppy", {"sloppy/__init__.py": "", "tests/__init__.py": ""})  # ships a stray tests package
     dist("helper", {"helper/__init__.py": ""})
+    (site / "helper" / "empty").mkdir()  # another package's folder: the removal never walks it
     snapshot = _repository(
         tmp_path / "snapshot",
         {"widget/__init__.py": "", "tests/__init__.py": "", "zope/interface/__init__.py": "", "setup.py": ""},
@@ -147,6 +148,7 @@ def test_an_own_release_is_removed_by_its_record_and_shared_namespaces_stay(tmp_
         "helper", "helper-1.0.dist-info", "sloppy", "sloppy-1.0.dist-info", "zope", "zope.event-1.0.dist-info",
     ]  # fmt: skip
     assert (site / "zope" / "event" / "__init__.py").is_file() and not (venv / "bin" / "widget").exists()
+    assert (site / "helper" / "empty").is_dir()
     assert removed == [
         "Widget-1.0.dist-info (the repository's own distribution)",
         "tests (a package of the snapshot's)",
