@@ -32,6 +32,7 @@ ATTACKS = (  # also run against an older harness (--against)
     "tests/reward/test_env_build.py",
     "tests/actors/test_ood_forgery.py",  # the out-of-domain graders, through their public API
     "tests/reward/test_always_equal.py",  # always-equal values in passing tests (the recorder's probe)
+    "tests/reward/test_env_leaks.py",  # the repository's own release, host paths in manifests
 )
 NEW_CODE = ("tests/data/test_paths.py", "tests/reward/test_report.py", "tests/actors/test_test_pool.py")
 FILES = (*ATTACKS, *NEW_CODE)
@@ -104,6 +105,9 @@ CLASSES = (
     ("test_a_folder_removed_whole", "13 session patch not its tree"),
     ("test_a_name_a_diff_cannot_carry", "13 session patch not its tree"),
     ("test_a_replayed_session", "13 session patch not its tree"),
+    ("test_an_own_release", "leak: own release in the environment"),
+    ("test_an_own_package", "leak: own release in the environment"),
+    ("test_a_manifest_naming", "leak: host paths package managers read"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )

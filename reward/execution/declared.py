@@ -12,6 +12,8 @@ derive_candidates (environments.py, in the order candidates.py decides) turns th
                               install (`-e .[socks]`)
     test_extras(dir)          its extras named test / tests / testing
     src_layout(dir)           whether its packages live under src/
+    project_names(dir)        the name(s) it gives its own distribution (owncode.py removes a
+                              release of it from the environment)
     build_requires(dir)       pyproject.toml's `[build-system].requires`, as written ([] when
                               it has none: PEP 518's default, setuptools and wheel, is in
                               every environment's SEED)
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import os
 import posixpath
 import re
 import shlex
@@ -71,7 +74,8 @@ _OWN = re.compile(r"^(?:-e\s+|--editable\s+)?\.(?:\[([^\]]*)\])?\s*$")  # ".", "
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    """A file of the snapshot's, "" when absent or a link (which could name any host file)."""
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() and not path.is_symlink() else ""
 
 
 def python_requires(snapshot: Path) -> str | None:
@@ -105,7 +109,7 @@ def requirement_lines(read: Reader, rel: str, seen: set[str] | None = None) -> t
             continue
         if m := re.match(r"^(?:-r|--requirement)\s*(\S+)", line):
             included = posixpath.normpath(posixpath.join(posixpath.dirname(rel), m.group(1)))
-            if not included.startswith(".."):
+            if not included.startswith(("..", "/")):
                 more, more_extras = requirement_lines(read, included, seen)
                 reqs += more
                 extras += more_extras
@@ -120,11 +124,14 @@ def requirement_lines(read: Reader, rel: str, seen: set[str] | None = None) -> t
 
 
 def reader(snapshot: Path) -> Reader:
-    """A Reader of a snapshot on disk."""
+    """A Reader of a snapshot on disk: files inside it only (a link, or a folder linked, to a
+    path outside reads as absent: these files are read as root on the host)."""
+    root = os.path.realpath(snapshot)
 
     def read(rel: str) -> str | None:
         path = snapshot / rel
-        return _read(path) if path.is_file() else None
+        inside = os.path.realpath(path).startswith(os.path.join(root, ""))
+        return _read(path) if inside and path.is_file() else None
 
     return read
 
@@ -140,6 +147,26 @@ def test_requirements(snapshot: Path, own_files: tuple[str, ...]) -> tuple[list[
         reqs += [r for r in more if r not in reqs]
         extras += [e for e in more_extras if e not in extras]
     return reqs, extras
+
+
+def project_names(snapshot: Path) -> list[str]:
+    """The names the snapshot gives its own distribution, as written: pyproject.toml's
+    `[project].name` (or Poetry's, or flit's `dist-name`/`module`), setup.cfg's `[metadata]
+    name`, the first literal `name="..."` of setup.py. Several when they disagree."""
+    toml = _toml(snapshot)
+    tool = toml.get("tool", {}) if isinstance(toml.get("tool"), dict) else {}
+    flit = tool.get("flit", {}).get("metadata", {}) if isinstance(tool.get("flit"), dict) else {}
+    found = [
+        toml.get("project", {}).get("name") if isinstance(toml.get("project"), dict) else None,
+        tool.get("poetry", {}).get("name") if isinstance(tool.get("poetry"), dict) else None,
+        *((flit.get("dist-name"), flit.get("module")) if isinstance(flit, dict) else ()),
+    ]
+    cfg = _cfg(snapshot)
+    if cfg.has_option("metadata", "name"):
+        found.append(cfg.get("metadata", "name").strip())
+    if m := re.search(r"""\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", _read(snapshot / "setup.py")):
+        found.append(m.group(1))
+    return list(dict.fromkeys(n for n in found if isinstance(n, str) and re.fullmatch(r"[A-Za-z0-9][\w.-]*", n)))
 
 
 def test_extras(snapshot: Path) -> list[str]:

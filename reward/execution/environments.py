@@ -11,7 +11,9 @@ An instance's `environment` (schema v3, a JSON object; `EnvSpec` here) says:
     install         "none"; or "snapshot": the snapshot's declared dependencies (setup.py,
                     setup.cfg, pyproject.toml) are installed, and the snapshot's own
                     distribution removed again: the code under test is always the snapshot on
-                    the import path (`pythonpath`), never a copy in site-packages
+                    the import path (`pythonpath`), never a copy in site-packages. In either
+                    mode, a release of the repository a dependency pulled in is removed after
+                    the last install (owncode.py), the names it goes by part of the cache key
     extras          with "snapshot": extras of the snapshot's own project to install ("test")
     exclude_newer   resolve every package as of this date (uv's --exclude-newer), the runner too:
                     a current pytest breaks old suites; an exact pin (`name==1.2`) is exempt:
@@ -57,8 +59,9 @@ or prints, is hostile; setup.py and a PEP 517 build backend are its code):
                     distribution's Requires-Dist for the spec's extras and this interpreter
                     (markers evaluated) as JSON
     host, root      that JSON is read as hostile text: bounded, each entry a PEP 508
-                    requirement of the index by name (one with a URL or a path would be
-                    built as root: EnvironmentFailed names it); one `uv pip install` of them
+                    requirement of the index by name (one with a URL or a path, or named
+                    like an archive, which uv reads as a file, would be built as root:
+                    EnvironmentFailed names it); one `uv pip install` of them
                     with the requirements and SEED, as of the date; then the distribution's
                     .dist-info (regular files only) is copied into site-packages, its code
                     never: the version and entry points stay (sqlfluff reads its version with
@@ -94,6 +97,7 @@ fatal to a run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -114,7 +118,18 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from conf.io import locked
-from reward.execution import candidates, declared, identity, jscommand, jsenv, node, repos, sandbox, testcommand
+from reward.execution import (
+    candidates,
+    declared,
+    identity,
+    jscommand,
+    jsenv,
+    node,
+    owncode,
+    repos,
+    sandbox,
+    testcommand,
+)
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed_for
 from reward.execution.runners import RUNNERS, runner_for
 
@@ -161,7 +176,7 @@ _EXEMPT_RETRIES = 5
 # scipy 1.5.2 for Python 3.9, which PyPI first has as wheels in 1.19.3 and 1.5.4).
 _NO_WHEEL = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)==(\d+)\.(\d+)(?:\.[\w.]+)?`")
 # Part of every cache key: a change to how environments are built invalidates the old ones.
-BUILD_VERSION = b"5: bytecode compiled, exact pins undated, the later of two requirements wins"
+BUILD_VERSION = b"6: bytecode compiled, exact pins undated, the later wins, the repository's own code removed"
 _UV = (sys.executable, "-m", "uv")
 # The sandboxed build: nothing from the network or a cache, no bytecode (the code is dropped),
 # always a wheel (PEP 517, also with an old pip), with the build requirements already installed.
@@ -189,6 +204,8 @@ SNAPSHOT_BUILD = "build the snapshot (in the sandbox)"
 # The .pth file that puts the snapshot's folders on the path of the tests' own subprocesses.
 IMPORT_PATH = "_swe_rl_snapshot.pth"
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
+# What a requirement's name may not end with: a file's name, never a package of the index.
+_ARCHIVES = (".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2", ".tar", ".egg")
 # Run in the sandbox by the venv's python (-I: neither the snapshot nor the build's output is on
 # its path): the Requires-Dist of the one distribution in argv[1] whose markers hold for this
 # interpreter and the extras argv[2:], a self-reference ("widget[socks]") adding its extras.
@@ -376,6 +393,8 @@ class Environments:
             for name in _DEPENDENCY_FILES:
                 if (snapshot / name).is_file():
                     h.update(name.encode() + b"\0" + (snapshot / name).read_bytes())
+        if snapshot is not None:  # what the build removes as the repository's own (owncode.py)
+            h.update(b"own\0" + json.dumps(_own(snapshot, spec)).encode())
         return h.hexdigest()[:16]
 
     def ensure(self, spec: EnvSpec, snapshot: Path | None = None) -> Environment:
@@ -389,6 +408,8 @@ class Environments:
             # which no repository's tests asked for: loading them took 3.5 of a 3.9 s run of one
             # test (`python -X importtime -m pytest`); the recorder is loaded by bootstrap.py itself.
             variables["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            if snapshot is not None:
+                _host_shadows(snapshot, spec)
             return Environment(sys.executable, (sys.prefix, sys.base_prefix), variables)
         key = self.key(spec, snapshot)
         target = self.root / key
@@ -450,6 +471,8 @@ class Environments:
                 node.sandboxed_rebuild(binary, version, layer, ro, tools, self.build_timeout_s, pnpm)
             except RuntimeError as exc:
                 raise EnvironmentFailed(f"{node.REBUILD}: {exc}") from None
+            # A release of the repository's own package a dependency pulled in (owncode.py).
+            owncode.remove_js(layer, owncode.js_names(snapshot, node.workspace_manifests(snapshot)))
             # The manifests copied for the host step go: the runs read the snapshot's own.
             for path in sorted(layer.rglob("*"), reverse=True):
                 if path.is_file() and not path.is_symlink() and "node_modules" not in path.relative_to(layer).parts:
@@ -506,6 +529,9 @@ class Environments:
         requirements = [*later_wins(spec.requirements), *spec.undated, *SEED]
         if spec.install == "none":
             self._uv_install(python, spec, requirements, "install the requirements")
+            if snapshot is not None:
+                (site,) = tmp.glob("lib/python*/site-packages")
+                owncode.remove_python(site, *_own(snapshot, spec))
         elif snapshot is None:
             raise EnvironmentFailed("install=snapshot needs the snapshot")
         else:
@@ -515,6 +541,7 @@ class Environments:
                 own = self._sandboxed_build(spec, snapshot, tmp, Path(out))
                 self._uv_install(python, spec, [*own, *requirements], "install the snapshot's dependencies")
                 (site,) = tmp.glob("lib/python*/site-packages")
+                owncode.remove_python(site, *_own(snapshot, spec))  # a release a dependency pulled in
                 _install_metadata(Path(out), site)  # the code under test is the snapshot on PYTHONPATH
                 generated = _generated_versions(Path(out), snapshot, spec.pythonpath)
                 (tmp / GENERATED).write_text(json.dumps(generated, sort_keys=True))
@@ -718,7 +745,41 @@ def _requirement(entry: object, source: str) -> str:
         raise EnvironmentFailed(f"{source}: {entry!r} is not a requirement: {exc}") from None
     if req.url:
         raise EnvironmentFailed(f"{source}: {entry!r} installs from {req.url}, not from the index: refused")
+    if req.name.lower().endswith(_ARCHIVES):  # uv reads `x-1.0-py3-none-any.whl` as a file when there is one
+        raise EnvironmentFailed(f"{source}: {entry!r} names a file, not a package of the index: refused")
     return str(req)
+
+
+def _own(snapshot: Path, spec: EnvSpec) -> tuple[list[str], list[str], list[str]]:
+    """(the snapshot's own distribution names, the regular import names it provides, its
+    namespace portions): what no environment built for it may hold in site-packages (owncode.py)."""
+    return (declared.project_names(snapshot), *owncode.import_names(snapshot, spec.pythonpath))
+
+
+@functools.cache
+def _host_sites() -> tuple[Path, ...]:
+    """The project's venv's site-packages folders."""
+    return tuple(Path(p) for p in sys.path if p.startswith(sys.prefix) and p.endswith("site-packages"))
+
+
+@functools.cache
+def _host_distributions() -> frozenset[str]:
+    """The normalized names of the distributions in the project's venv (by their folder's name)."""
+    return frozenset(owncode.canonical(i.name.split("-")[0]) for s in _host_sites() for i in s.glob("*.dist-info"))
+
+
+def _host_shadows(snapshot: Path, spec: EnvSpec) -> None:
+    """python=host is the project's own venv, which is never changed: a snapshot whose own
+    code it holds (a distribution of the snapshot's name, a package the snapshot provides)
+    would be tested against that copy, so EnvironmentFailed names it."""
+    projects, names, portions = _own(snapshot, spec)
+    found = sorted({owncode.canonical(p) for p in projects} & _host_distributions())
+    found += [str(e) for site in _host_sites() for name in [*names, *portions] for e in owncode.entries(site, name)]
+    if found:
+        raise EnvironmentFailed(
+            f"python=host: the project's environment holds the snapshot's own code ({', '.join(found)}), which would"
+            " shadow the code under test: give the instance an environment of its own"
+        )
 
 
 def _generated_versions(out: Path, snapshot: Path, pythonpath: tuple[str, ...]) -> dict[str, str]:

@@ -135,7 +135,7 @@ def _pins(snapshot: Path, package: dict[str, Any]) -> list[tuple[str, str]]:
     pins = []
     for name in (".nvmrc", ".node-version"):
         path = snapshot / name
-        if path.is_file():
+        if path.is_file() and not path.is_symlink():  # a link could name any host file, read as root
             lines = [ln.split("#")[0].strip() for ln in path.read_text(encoding="utf-8", errors="replace").splitlines()]
             first = next((ln for ln in lines if ln), "")
             if first:
@@ -341,7 +341,7 @@ def lockfile_version(snapshot: Path) -> int | None:
     """An npm lock's lockfileVersion (1: npm 5-6; 2: npm 7+, readable by 6; 3: npm 7+ only)."""
     for name in ("npm-shrinkwrap.json", "package-lock.json"):
         path = snapshot / name
-        if path.is_file():
+        if path.is_file() and not path.is_symlink():
             try:
                 data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
             except json.JSONDecodeError:
@@ -442,4 +442,5 @@ def utc(created_at: str | None) -> str | None:
 
 
 def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    """A file of the snapshot's, "" when absent or a link (which could name any host file)."""
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() and not path.is_symlink() else ""

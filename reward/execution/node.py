@@ -54,13 +54,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from conf.io import locked
-from reward.execution import identity, sandbox
+from reward.execution import identity, jssources, sandbox
 from reward.execution.pythons import InterpreterUnavailable
 
 log = logging.getLogger(__name__)
 
 # Part of every JavaScript environment's cache key: a change to how they are built invalidates them.
-BUILD_VERSION = b"node 1: scripts off on the host, npm rebuild in the sandbox"
+BUILD_VERSION = b"node 2: scripts off on the host, registry packages only, rebuild in the sandbox, own removed"
 # The lock files read, in the order a repository's is looked for, and the tool each takes.
 LOCK_FILES = (
     ("package-lock.json", "npm"),
@@ -208,8 +208,12 @@ def workspace_manifests(snapshot: Path) -> list[str]:
     for pattern in spaces:
         if not isinstance(pattern, str) or ".." in PurePosixPath(pattern).parts or pattern.startswith("/"):
             continue
+        if not pattern.strip("/."):  # "" or "./": the root itself, no workspace (glob("") raises)
+            continue
         for folder in sorted(snapshot.glob(pattern.rstrip("/"))):
             manifest_path = folder / "package.json"
+            if not _inside(snapshot, manifest_path):  # a workspace folder that is a link out of the repository
+                continue
             if manifest_path.is_file() and not manifest_path.is_symlink() and "node_modules" not in folder.parts:
                 found.append(str(manifest_path.relative_to(snapshot)))
             if len(found) >= _WORKSPACE_FILES:
@@ -261,22 +265,33 @@ def vendored(snapshot: Path) -> list[str]:
             parts = PurePosixPath(rel).parts
             if rel.endswith((".tgz", ".tar.gz")) and parts and ".." not in parts and not rel.startswith("/"):
                 path = snapshot / rel
-                if path.is_file() and not path.is_symlink():
+                if path.is_file() and not path.is_symlink() and _inside(snapshot, path):
                     found.append(str(PurePosixPath(*parts)))
     return found[:_WORKSPACE_FILES]
+
+
+def _inside(snapshot: Path, path: Path) -> bool:
+    """Whether `path`'s real location (links followed) is inside the snapshot: the host step
+    reads it as root."""
+    root = os.path.realpath(snapshot)
+    return os.path.realpath(path).startswith(os.path.join(root, ""))
 
 
 def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, timeout_s: float) -> str:
     """Lay out the snapshot's dependencies in `dest` (node_modules beside a copy of its
     package.json and lock file) on the host with every script disabled; returns the tool's
-    name ("npm ci", "yarn install", "npm install --before"). Raises RuntimeError with its output."""
+    name ("npm ci", "yarn install", "npm install --before"). Raises RuntimeError with its
+    output; jssources.Refused (a RuntimeError) before anything runs when a manifest or the
+    lock file names anything but registry packages and files inside the repository."""
     dest.mkdir(parents=True, exist_ok=True)
     if not (snapshot / "package.json").is_file() or (snapshot / "package.json").is_symlink():
         raise RuntimeError("the snapshot has no package.json")
+    lock = lock_file(snapshot)
+    jssources.check(snapshot, ["package.json", *workspace_manifests(snapshot)], lock[0] if lock else None)
     manifests = ["package.json", "pnpm-workspace.yaml", *workspace_manifests(snapshot), *vendored(snapshot)]
     for rel in [*manifests, *(n for n, _ in LOCK_FILES)]:
         source = snapshot / rel
-        if source.is_file() and not source.is_symlink():
+        if source.is_file() and not source.is_symlink() and _inside(snapshot, source):
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, dest / rel)
     # The node's own npm cache, unless the caller names one (npm_config_cache: a mirror the
@@ -284,7 +299,6 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
     named = os.environ.get("npm_config_cache")  # noqa: SIM112 (npm's own name for it is lowercase)
     cache = [] if named else ["--cache", str(tools / "npm-cache")]
     quiet = ["--no-audit", "--no-fund", "--loglevel=error"]
-    lock = lock_file(snapshot)
     if lock is not None and lock[1] == "npm":
         _run(["npm", "ci", "--ignore-scripts", *quiet, *cache], dest, timeout_s)
         return "npm ci"
@@ -298,7 +312,8 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
         pnpm = str(_package(tools, pnpm_for(snapshot), timeout_s) / "bin" / "pnpm.cjs")
         # Copies, not links into the store: the sandboxed rebuild writes into node_modules.
         store = ["--store-dir", str(tools / "pnpm-store"), "--package-import-method", "copy"]
-        flags = ["--frozen-lockfile", "--ignore-scripts", "--reporter", "silent", "--config.confirmModulesPurge=false"]
+        flags = ["--frozen-lockfile", "--ignore-scripts", "--ignore-pnpmfile", "--reporter", "silent"]
+        flags.append("--config.confirmModulesPurge=false")
         _run(["node", pnpm, "install", *flags, *store], dest, timeout_s)
         return "pnpm install"
     install = ["npm", "install", "--ignore-scripts", "--no-package-lock", *quiet, *cache]
