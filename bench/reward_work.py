@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
 import json
 import resource
@@ -31,13 +32,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import reward.core  # noqa: E402
-from bench.reward import _resolved  # noqa: E402
 from data.demo import DEMO_SETS, load_demo_rows  # noqa: E402
 from data.patching import PatchError, apply_patch, parse_patch  # noqa: E402
 from data.schema import Instance  # noqa: E402
@@ -48,6 +49,12 @@ from tests.reward.degenerate import DEGENERATE_CONTEXT, DEGENERATE_ORACLE, degen
 
 Files = dict[str, str]
 LITE_UNAPPLIED: list[str] = []  # SWE-bench Lite patches that did not apply to the files read
+
+
+def resolved_patches(row: dict[str, Any]) -> list[str]:
+    """The `resolved_by` patches of a shared-data row (a list, or its repr in requests_lite)."""
+    entries = ast.literal_eval(row["resolved_by"]) if isinstance(row["resolved_by"], str) else row["resolved_by"]
+    return [entry["patch"] if isinstance(entry, dict) else entry for entry in entries or []]
 
 
 def answer_work(context: Files, new_content: Files) -> int | None:
@@ -72,7 +79,7 @@ def requests_changes(data: Path) -> Iterator[tuple[str, Files, Files]]:
     for row in rows:
         context = row["code_context"]
         yield f"requests:{row['instance_id']}:oracle", context, row["oracle_new_content"]
-        for number, patch in enumerate(_resolved(row)):
+        for number, patch in enumerate(resolved_patches(row)):
             try:
                 yield f"requests:{row['instance_id']}:resolved{number}", context, apply_patch(context, patch)
             except PatchError:
@@ -91,7 +98,7 @@ def lite_changes(data: Path, mirrors: Path) -> Iterator[tuple[str, Files, Files]
         git_dir = mirrors / row["repo"].replace("/", "+") / "repo"
         if not git_dir.is_dir():
             continue
-        patches = [("golden", row["golden_patch"])] + [(f"resolved{i}", p) for i, p in enumerate(_resolved(row))]
+        patches = [("golden", row["golden_patch"])] + [(f"resolved{i}", p) for i, p in enumerate(resolved_patches(row))]
         for label, patch in patches:
             try:
                 paths = {fp.old_path or fp.new_path for fp in parse_patch(patch)}
