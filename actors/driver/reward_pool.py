@@ -33,8 +33,8 @@ not say how its reward workers were run):
   whole second) on top of what the worker process has used (`reward.workers.cpu_limit`); past
   it the kernel ends the worker wherever it is (SIGXCPU, a C loop included), and the failure
   path above replaces it and redoes its batch. So one try of an answer costs at most its budget
-  plus one second of CPU, and an answer that passes it every time is tried four times at most
-  (twice in its batch, twice alone) before it is given up with reward 0 and a reason. Kinds
+  plus one second of CPU, and an answer that passes it every time is tried three times at most
+  (twice in its batch, once alone) before it is given up with reward 0 and a reason. Kinds
   whose scoring waits on the test-runner pool score a batch at once (their tests run in
   parallel): their budget is the batch's, the per-answer budget times its answers, as for the
   patches of agent episodes;
