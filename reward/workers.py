@@ -19,8 +19,11 @@ clock counts the machine's load, not the answer (a healthy answer on a loaded no
 killed); the kernel's CPU accounting sees neither. Why not a child process per answer: the
 answer's state (code context, oracle diffs) would cross a pipe for every answer, and forking the
 trainer's reward actor, a multi-threaded Ray worker, is not safe; the limit in the worker's own
-process needs no copy. SIGXCPU's default action also dumps core, so the first limit also sets
-RLIMIT_CORE to 0: a killed worker must not write its heap to disk.
+process needs no copy. The price: in the trainer a kill ends the reward actor, which the pool
+restarts before it redoes the batch; answers over the budget are rare once the caps decided
+from sizes have run. SIGXCPU's default action also dumps core, so `cpu_limit` also sets
+RLIMIT_CORE to 0 (a killed worker must not write its heap to disk) and puts SIGXCPU's default
+action back where something had replaced it (a handler would keep the process alive).
 
 `LimitedPool`'s own backstop is a wall clock per item: an item still running after `timeout_s`
 has its process killed and replaced. Both limits end in `on_limit(item, reason)`.
@@ -59,6 +62,8 @@ def cpu_limit(seconds: float | None) -> Iterator[None]:
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     _, core_hard = resource.getrlimit(resource.RLIMIT_CORE)
     resource.setrlimit(resource.RLIMIT_CORE, (0, core_hard))
+    if signal.getsignal(signal.SIGXCPU) != signal.SIG_DFL:
+        signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the main thread's (Ray runs actor methods there)
     limit = math.ceil(process_cpu_s() + seconds)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)

@@ -4,6 +4,7 @@ in bounded work, real answers never come near either, and the reference agrees."
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -111,8 +112,13 @@ def _burn(seconds: float) -> float:
 
 @pytest.mark.timeout(120)
 def test_an_unbounded_line_is_stopped_by_the_cpu_budget_and_the_rest_scores() -> None:
-    # No wall clock: only the kernel's CPU limit can end the 60 s item.
-    pool = LimitedPool(_burn, workers=1, timeout_s=None, cpu_s=1.0)
+    # No wall clock: only the kernel's CPU limit can end the 60 s item, even in a worker that
+    # inherited SIGXCPU ignored (cpu_limit puts the default action back).
+    previous = signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+    try:
+        pool = LimitedPool(_burn, workers=1, timeout_s=None, cpu_s=1.0)
+    finally:
+        signal.signal(signal.SIGXCPU, previous)
     try:
         out = list(pool.map([0.0, 60.0, 0.2], on_limit=lambda item, why: f"{item} {why}"))
     finally:
