@@ -19,9 +19,10 @@ Second departure, the work cap (a rule, shared with the executable specification
 the size guard bounds one file, not the work of getting there. Fifteen doubling edits grow a
 file to 56 million characters, under the size guard, and then each legal edit that rewrites
 the whole text reads and writes it again: a 22 KB answer of 300 such edits cost 87-90 s of CPU
-and 3 GB at peak here (2.2-2.3 s and 250 MB with the cap). So every applied edit is charged the characters it reads and writes, the text before
-plus the text after (both known before `str.replace` runs: the length after is count x growth),
-summed over every edit and path of the answer, and an answer whose total would exceed
+and 3 GB at peak here (2.2-2.3 s and 250 MB with the cap). So every applied edit is charged
+the characters it reads and writes, the text before plus the text after (both known before
+`str.replace` runs: the length after is count x growth), summed over every edit and path of
+the answer, and an answer whose total would exceed
 `MAX_APPLY_WORK` is rejected before that edit runs (`Rejected`, reason "work: ...", rule 3:
 reward -1 like a search that is not found). Why -1 and not 0 like the size guard: the decision
 depends on the answer alone (sizes, not the machine), the reference gives the same -1, and an
