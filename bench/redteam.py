@@ -51,6 +51,15 @@ SELECTED = {
         "test_a_bug_failing_with_probability_0_7_per_process_is_rarely_kept",
     ),
     "tests/reward/test_django_runner.py": ("test_an_always_equal_value_under_the_unittest_runner_is_tampered",),
+    "tests/reward/test_work_cap.py": (
+        "test_an_unbounded_answer_rewriting_56_million_characters_is_rejected_by_the_work_cap",
+        "test_an_unbounded_answer_in_wide_characters_is_rejected_by_the_work_cap",
+        "test_an_unbounded_line_is_stopped_by_the_cpu_budget_and_the_rest_scores",
+        "test_an_unbounded_line_of_the_cli_is_stopped_by_the_trainers_cpu_budget",
+    ),
+    "tests/actors/test_reward_pool.py": (
+        "test_an_unbounded_batch_of_16_degenerate_answers_is_scored_and_the_step_goes_on",
+    ),
 }
 # Tests in those files that are not attacks (clean input accepted, the pool's other duties).
 NOT_ATTACKS = (
@@ -108,6 +117,7 @@ CLASSES = (
     ("test_an_own_release", "leak: own release in the environment"),
     ("test_an_own_package", "leak: own release in the environment"),
     ("test_a_manifest_naming", "leak: host paths package managers read"),
+    ("test_an_unbounded", "14 a reward that does not end"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )

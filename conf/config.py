@@ -197,6 +197,8 @@ class RewardConfig:
     # A (predicted, oracle) diff pair whose similarity would take longer than this is scored 0
     # with reason "timeout" and counted (SequenceMatcher is quadratic in the diff size).
     max_pair_seconds: float = 10.0
+    # CPU one answer may use in a reward worker, x max_pair_seconds; past it the kernel ends the worker.
+    answer_cpu_factor: float = 3.0
     # A remote scoring call that takes longer than this is treated as a dead actor.
     call_timeout_s: float = 600.0
     # Running tests (reward.kind tests/hybrid): the test-runner pool and the sandbox's limits.
@@ -543,9 +545,14 @@ def validate(cfg: TrainConfig) -> None:
     for key in positive:
         if value_at(cfg, key) < 1:
             raise ConfigError(f"{key}={value_at(cfg, key)!r}: must be >= 1")
-    for key in ("agent.episode_timeout_s", "agent.command_timeout_s"):
+    for key in ("agent.episode_timeout_s", "agent.command_timeout_s", "reward.max_pair_seconds"):
         if value_at(cfg, key) <= 0:
             raise ConfigError(f"{key}={value_at(cfg, key)!r}: must be > 0")
+    if cfg.reward.answer_cpu_factor < 1:
+        raise ConfigError(
+            f"reward.answer_cpu_factor={cfg.reward.answer_cpu_factor!r}: must be >= 1 (an answer's pairs may "
+            "each take up to reward.max_pair_seconds)"
+        )
     if cfg.group_size < 2:
         raise ConfigError(f"group_size={cfg.group_size}: GRPO needs at least 2 samples per group")
     if not 0 <= cfg.rollout.oracle_samples_per_group < cfg.group_size:

@@ -10,8 +10,10 @@ mistyped field) gets `reward: null` and an error naming the field; the other lin
 The trainer's time cap applies (`--max-pair-seconds`, default as `reward.max_pair_seconds`; 0 =
 none): a diff pair whose similarity would take longer scores 0 with error "timeout: <path>",
 so one hostile line cannot stall the file; a line built to defeat that estimate is stopped
-after `--line-timeout-s` (its worker process is killed and replaced) and scores 0 with error
-"timeout: ...", as the trainer's reward pool does with a call over its timeout. The output is
+once it has used `--max-pair-seconds` x `reward.answer_cpu_factor` seconds of CPU (the
+trainer's CPU budget per answer, reward/workers.py) or after `--line-timeout-s` of wall clock
+(its worker process is killed and replaced) and scores 0 with error "timeout: ...", as the
+trainer's reward pool does with a call over its limits. The output is
 written to a temporary file renamed into place when complete, and may not be the input.
 Progress goes to stderr on long inputs; lines are scored in `--workers N` processes (order is kept).
 
@@ -122,14 +124,15 @@ def score_line(line: str | bytes, max_pair_seconds: float | None = None) -> dict
         return {"id": row_id, "reward": None, "error": f"internal error: {exc!r}"}
 
 
-def timed_out(line: bytes, seconds: float) -> dict[str, Any]:
-    """The record of a line given up after `seconds` (its id when the line is readable)."""
+def timed_out(line: bytes, reason: str) -> dict[str, Any]:
+    """The record of a line given up by its worker (`LimitedPool`'s reason: "took longer than
+    60 s", "used more than 30 s of CPU"), with its id when the line is readable."""
     try:
         row = json.loads(line)
         row_id = row.get("id") if isinstance(row, dict) else None
     except (ValueError, RecursionError):
         row_id = None
-    return {"id": row_id, "reward": 0.0, "error": f"timeout: scoring the line took longer than {seconds:g} s"}
+    return {"id": row_id, "reward": 0.0, "error": f"timeout: scoring the line {reason}"}
 
 
 def _lines(stream: BinaryIO) -> Iterator[bytes]:
@@ -159,10 +162,11 @@ def run(
     counts = {"lines": 0, "scored": 0, "malformed": 0, "bad": 0, "timeouts": 0}
     started = last_report = time.monotonic()
     score = functools.partial(score_line, max_pair_seconds=max_pair_seconds)
-    pool = LimitedPool(score, workers, line_timeout_s)
+    cpu_s = max_pair_seconds * RewardConfig.answer_cpu_factor if max_pair_seconds else None
+    pool = LimitedPool(score, workers, line_timeout_s, cpu_s)
     try:
         with open(input_path, "rb") as src, atomic_write(output_path, encoding="utf-8") as dst:
-            records = pool.map(_lines(src), on_timeout=lambda line: timed_out(line, line_timeout_s or 0))
+            records = pool.map(_lines(src), on_limit=timed_out)
             for record in records:
                 dst.write(json.dumps(record) + "\n")
                 counts["lines"] += 1

@@ -12,9 +12,12 @@ stall on adversarial outputs, so the trainer never calls it. Two callers need it
 Departures from the paper's released code: rule 2 also rejects an edit whose path is not a
 plain relative path of the repository (absolute, `..`, `.`, an empty component, a backslash or
 NUL): such a path names a file outside the repository, and the execution rewards would write
-it (docs/reward.md). And where the released code sums the per-file ratios over an unordered
-set, this sums in sorted path order (the last bits of a mean over three or more files may
-differ; the tests compare means to 1e-12).
+it (docs/reward.md). Rule 3 also rejects an answer whose edits, together, would read and write
+more than `reward.apply.MAX_APPLY_WORK` characters (each applied edit counts the length of the
+text before plus after it): a policy that rewrites a file thousands of times over would stall a
+reward worker for minutes (reward/apply.py says why, and why -1). And where the released code
+sums the per-file ratios over an unordered set, this sums in sorted path order (the last bits of
+a mean over three or more files may differ; the tests compare means to 1e-12).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from unidiff import PatchSet
+
+from reward.apply import MAX_APPLY_WORK
 
 TAGS = ("<think>", "</think>", "<solution>", "</solution>")
 EDIT_PATTERN = re.compile(r"```.*?\n### (.*)\n<<<<<<< SEARCH\n([\s\S]*?)\n=======\n([\s\S]*?)\n>>>>>>> REPLACE\n```")
@@ -48,6 +53,7 @@ def reference_new_content(code_context: Mapping[str, str], output: str) -> dict[
         if any(part in ("", ".", "..") for part in path.split("/")):
             return None
     new_content: dict[str, str] = {}
+    work = 0
     for path, path_edits in edits.items():
         content = "\n" + code_context.get(path, "")
         for search, replace in path_edits:
@@ -55,6 +61,9 @@ def reference_new_content(code_context: Mapping[str, str], output: str) -> dict[
                 return None
             search, replace = "\n" + search, "\n" + replace
             if search not in content:
+                return None
+            work += len(content) + len(content) + content.count(search) * (len(replace) - len(search))
+            if work > MAX_APPLY_WORK:
                 return None
             content = content.replace(search, replace)
         new_content[path] = content[1:]

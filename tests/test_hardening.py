@@ -112,10 +112,11 @@ def _sleepy(item: float) -> float:
 def test_a_line_over_the_line_timeout_is_given_up_and_the_rest_scores():
     pool = LimitedPool(_sleepy, workers=2, timeout_s=1.0)
     try:
-        out = list(pool.map([0.0, 60.0, 0.1, 0.0, 60.0, 0.2], on_timeout=lambda item: f"timeout {item}"))
+        out = list(pool.map([0.0, 60.0, 0.1, 0.0, 60.0, 0.2], on_limit=lambda item, why: f"{item} {why}"))
     finally:
         pool.close()
-    assert out == [0.0, "timeout 60.0", 0.1, 0.0, "timeout 60.0", 0.2] and pool.timed_out == 2
+    late = "60.0 took longer than 1 s"
+    assert out == [0.0, late, 0.1, 0.0, late, 0.2] and pool.timed_out == 2
 
 
 def test_deeply_nested_json_is_bad_json_not_an_internal_error():

@@ -23,10 +23,22 @@ actors), never threads. The pool owns:
   `reward_lost_jobs`), so one poisonous output cannot stall training. A call that raises (a
   bug) is redone the same way without replacing the worker.
 
-Time cap: `reward.max_pair_seconds` is decided inside the scorer from the sizes alone (see
-`reward.similarity`): deterministic, no preemption needed. `call_timeout_s` is the backstop
-for what that estimate cannot foresee. The paper has neither (it does not say how its reward
-workers were run).
+Bounds on one answer, from the first to the last resort (the paper has none of them; it does
+not say how its reward workers were run):
+- decided inside the scorer from sizes alone, deterministic: the work cap of rule 3
+  (`reward.apply.MAX_APPLY_WORK`: -1) and the pair cap (`reward.max_pair_seconds`: 0, counted
+  as a timeout), see `reward.apply` and `reward.similarity`;
+- the CPU budget, for what those estimates cannot foresee: each answer is scored under a soft
+  RLIMIT_CPU of `reward.max_pair_seconds` x `reward.answer_cpu_factor` seconds (rounded up to a
+  whole second) on top of what the worker process has used (`reward.workers.cpu_limit`); past
+  it the kernel ends the worker wherever it is (SIGXCPU, a C loop included), and the failure
+  path above replaces it and redoes its batch. So one try of an answer costs at most its budget
+  plus one second of CPU, and an answer that passes it every time is tried three times at most
+  (twice in its batch, once alone) before it is given up with reward 0 and a reason. Kinds
+  whose scoring waits on the test-runner pool score a batch at once (their tests run in
+  parallel): their budget is the batch's, the per-answer budget times its answers, as for the
+  patches of agent episodes;
+- `call_timeout_s`, a wall clock per call: a call that waits without using CPU.
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ from conf.config import RewardConfig
 from data.schema import Instance
 from reward import RewardResult
 from reward.kinds import RewardKind, make_reward
+from reward.workers import cpu_limit
 
 if TYPE_CHECKING:
     from actors.driver.generation import Group
@@ -104,15 +117,33 @@ class RewardWorker:
     def _instance(value: Instance | ray.ObjectRef) -> Instance:
         return value if isinstance(value, Instance) else ray.get(value)
 
+    def _cpu_s(self, answers: int) -> float:
+        """The CPU budget of a call that scores `answers` answers (the module docstring)."""
+        return self.kind.cfg.max_pair_seconds * self.kind.cfg.answer_cpu_factor * answers
+
+    def _score_items(self, pairs: list[tuple[Any, str]]) -> list[RewardResult]:
+        """kind.score_batch under the CPU budget: one answer at a time, or the whole batch for a
+        kind that waits on the test-runner pool for it at once."""
+        if self.kind.uses_test_pool:
+            with cpu_limit(self._cpu_s(len(pairs))):
+                return self.kind.score_batch(pairs)
+        results = []
+        for pair in pairs:
+            with cpu_limit(self._cpu_s(1)):
+                results += self.kind.score_batch([pair])
+        return results
+
     def score(self, jobs: list[ScoreJob], instances: Mapping[str, Instance | ray.ObjectRef]) -> list[ScoredJob]:
-        """Score every job against its instance; an output never makes this raise."""
+        """Score every job against its instance; an output never makes this raise (one over its
+        CPU budget ends this process instead: the pool redoes the batch)."""
         results: list[RewardResult | None] = [None] * len(jobs)
         items = []
         patches = [i for i, job in enumerate(jobs) if job.is_patch]
         if patches:
             try:
-                scored = self.kind.score_patches([(self._instance(instances[jobs[i].instance_id]), jobs[i].output)
-                                                  for i in patches])  # fmt: skip
+                with cpu_limit(self._cpu_s(len(patches))):
+                    scored = self.kind.score_patches([(self._instance(instances[jobs[i].instance_id]), jobs[i].output)
+                                                      for i in patches])  # fmt: skip
             except RayError:
                 raise
             except Exception as exc:
@@ -129,7 +160,7 @@ class RewardWorker:
             except Exception as exc:  # a bug costs this rollout its reward, not the step
                 results[i] = RewardResult(0.0, f"internal error: {exc!r}")
         try:
-            batch = self.kind.score_batch([(state, output) for _, state, output in items])
+            batch = self._score_items([(state, output) for _, state, output in items])
         except RayError:
             raise
         except Exception as exc:
@@ -264,11 +295,17 @@ class RewardPool:
             return True
         except RayError as exc:  # the process died (or its result was lost): replace it
             self._replace(call.worker)
-            self._retry(call.batch, f"the reward worker died ({type(exc).__name__})", jobs, results, queue)
+            # Ray does not say which signal ended it; the CPU budget is the one the pool sets.
+            why = f"the reward worker died ({type(exc).__name__}; over the CPU budget of {self._budget()}, or killed)"
+            self._retry(call.batch, why, jobs, results, queue)
             return False
         for index, item in zip(call.batch.indices, scored, strict=True):
             results[index] = item
         return True
+
+    def _budget(self) -> str:
+        seconds = self.cfg.max_pair_seconds * self.cfg.answer_cpu_factor
+        return f"{seconds:g} s per answer"
 
     def _expire(
         self,

@@ -17,6 +17,15 @@ from conf.config import RewardConfig
 from data.schema import Instance
 from reward import oracle_answer, score_output
 from reward.kinds import Similarity
+from tests.reward.degenerate import (
+    DEGENERATE_CONTEXT,
+    DEGENERATE_ORACLE,
+    ESTIMATE_CONTEXT,
+    ESTIMATE_ORACLE,
+    block,
+    degenerate_answer,
+    estimate_defeating_answer,
+)
 
 
 def RewardInstance(code_context: dict, oracle_new_content: dict) -> Instance:
@@ -162,5 +171,76 @@ def test_stuck_job_is_isolated_and_given_up(local_ray: None) -> None:
         assert others == [s for s in expected([j for j in jobs if j.rollout_id != "stuck"])]
         stats = pool.stats()
         assert stats["reward_lost_jobs"] == 1 and stats["reward_actor_restarts"] == 3
+    finally:
+        pool.shutdown()
+
+
+def degenerate_jobs() -> tuple[list[ScoreJob], dict[str, RewardInstance]]:
+    """16 hostile answers: two that defeat the pair estimate (the CPU budget must stop them), two
+    that rewrite 56 million characters over and over (the work cap), and cheap ones around them."""
+    a_block = lambda s, r, path="a.py": block(path, s, r)  # noqa: E731
+    wrap = "<think>t</think><solution>{}</solution>".format
+    outputs = [
+        ("deg", wrap("```python\n### a.py\n<<<<<<< SEARCH\nx = 1\n" * 20_000)),  # unterminated blocks
+        ("est", estimate_defeating_answer(40_000)),
+        ("deg", wrap(a_block("", "\n") * 40)),  # exponential growth: the size guard
+        ("deg", degenerate_answer(rewrites=300)),
+        ("deg", wrap(a_block("    return 1", "    return 1"))),
+        ("deg", wrap(a_block("x", "y", path="../x"))),
+        ("deg", degenerate_answer(rewrites=40, char="\u0101")),
+        ("deg", wrap((a_block("def f():", "def f(): ") + a_block("def f(): ", "def f():")) * 1_000)),
+        ("est", estimate_defeating_answer(40_000)),
+        ("deg", wrap(a_block("    return 9", "    return 2"))),
+        ("deg", wrap("A" * 1_000_000)),
+        ("deg", "<think>t</think><think>t</think><solution></solution>"),
+        ("deg", wrap(a_block("def f():", "def f():\n    pass") * 3_000)),
+        (
+            "deg",
+            wrap(
+                a_block("    return 1", "    return 2")
+                + (a_block("    return 2", "    return 3") + a_block("    return 3", "    return 2")) * 1_000
+            ),
+        ),
+        ("deg", "<think> </think><solution>" + a_block("x", "y") + "</solution>"),
+        ("deg", wrap(a_block("    return 1", "    return 2") * 2)),
+    ]
+    instances = {"deg": RewardInstance(DEGENERATE_CONTEXT, DEGENERATE_ORACLE),
+                 "est": RewardInstance(ESTIMATE_CONTEXT, ESTIMATE_ORACLE)}  # fmt: skip
+    return [ScoreJob(f"d{i}", iid, output) for i, (iid, output) in enumerate(outputs)], instances
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_an_unbounded_batch_of_16_degenerate_answers_is_scored_and_the_step_goes_on(local_ray: None) -> None:
+    # A CPU budget of 1.0 x 4 = 4 s per answer (killed before 5 s of CPU): above what the work
+    # cap lets an answer spend (about 3 s here), below the estimate-defeating answers' ~20 s,
+    # whose estimate (0.86 s) passes the pair cap. No wall clock can end a call (600 s).
+    cfg = replace(CFG, batch_size=16, max_pair_seconds=1.0, answer_cpu_factor=4.0, call_timeout_s=600.0)
+    jobs, instances = degenerate_jobs()
+    pool = RewardPool(cfg)
+    try:
+        scored = pool.score(jobs, instances)
+        assert [s.rollout_id for s in scored] == [j.rollout_id for j in jobs]
+        results = {s.rollout_id: s.result for s in scored}
+        for job in jobs:
+            got = results[job.rollout_id]
+            if job.instance_id == "est":  # given up after two kills in its batch and one alone
+                assert (got.reward, got.error) == (
+                    0.0,
+                    "lost: the reward worker died (ActorDiedError; over the CPU budget of 4 s per answer, "
+                    "or killed), twice",
+                )
+            elif job.rollout_id in ("d3", "d6"):  # the work cap, decided from sizes
+                assert (got.reward, got.format_ok) == (-1.0, True)
+                assert got.error.startswith("work: edit 25 of a.py would bring")
+            else:  # scored as the scorer scores it in this process
+                assert got == score_output(DEGENERATE_CONTEXT, DEGENERATE_ORACLE, job.output, max_pair_seconds=1.0)
+        assert results["d2"].error == "too large: a.py"
+        # The batch killed twice, then each estimate-defeating answer once alone: nothing else.
+        stats = pool.stats()
+        assert (stats["reward_lost_jobs"], stats["reward_actor_restarts"]) == (2, 4)
+        # The step goes on: the same workers score ordinary rollouts.
+        ordinary = make_jobs(8)
+        assert pool.score(ordinary, INSTANCES) == expected(ordinary)
     finally:
         pool.shutdown()

@@ -95,6 +95,8 @@ def test_unknown_key_is_rejected_with_its_name():
         (dict(agent=dict(max_observation_chars=0)), "agent.max_observation_chars=0: must be >= 1"),
         (dict(agent=dict(episode_timeout_s=0.0)), "agent.episode_timeout_s=0.0: must be > 0"),
         (dict(agent=dict(command_timeout_s=-1.0)), "agent.command_timeout_s=-1.0: must be > 0"),
+        (dict(reward=dict(max_pair_seconds=0.0)), "reward.max_pair_seconds=0.0: must be > 0"),
+        (dict(reward=dict(answer_cpu_factor=0.5)), "reward.answer_cpu_factor=0.5: must be >= 1"),
     ],
 )
 def test_validation_names_the_field(change, message):
