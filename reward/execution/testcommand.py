@@ -25,8 +25,8 @@ The harness names the test files on pytest's command line, where pytest collects
 its configuration leaves out of a folder walk, so `collected` leaves out, as that walk would:
 files under `norecursedirs` (pytest's own default when unset) and under the `--ignore` /
 `--ignore-glob` paths of its `addopts` or its command; and type-checker cases (a `typing/` or
-`mypy/` folder's test_*.py that calls `reveal_type` or defines no test: mypy's and pyright's
-inputs, which fail at import when pytest collects them). A conftest's `collect_ignore` is code,
+`mypy_test_cases/` folder's test_*.py that calls `reveal_type` or defines no test: mypy's and
+pyright's inputs, which may fail at import when pytest collects them). A conftest's `collect_ignore` is code,
 never read: the files it names are run.
 
 A positive -m or -k (`-k test_fast`) would deselect the canaries too: ignored. The arguments are
@@ -176,12 +176,10 @@ def ini_option(read: declared.Reader, key: str) -> list[str]:
 
 # pytest's default `norecursedirs`, which a repository's own setting replaces.
 NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
-# Folders that hold a type checker's test cases (mypy's and pyright's "typing" test data: files
-# named test_*.py that only a type checker reads) rather than tests.
-TYPE_CASE_DIRS = frozenset(
-    {"typing", "typing_tests", "type_tests", "types_tests", "typecheck", "typechecking", "type_checking"}
-    | {"typesafety", "mypy", "pyright", "pyre", "static_typing"}
-)
+# A folder that holds a type checker's test cases (mypy's and pyright's "typing" test data:
+# files named test_*.py that only a type checker reads, marshmallow's tests/mypy_test_cases/),
+# by a word of its name.
+TYPE_CASE_DIRS = re.compile(r"(?:^|_)(?:typing|typecheck|typechecking|typesafety|mypy|pyright|pyre)(?:_|$)|type_check")
 _TYPE_CALLS = re.compile(r"\b(?:reveal_type|assert_type)\(")
 _A_TEST = re.compile(r"^\s*(?:async\s+)?def\s+test|^\s*class\s+Test", re.M)
 
@@ -207,7 +205,7 @@ def collected(
         else:
             if why := ignored_by(test, paths, globs):
                 out[test] = why
-            elif set(folders) & TYPE_CASE_DIRS and _type_cases(read(test) or ""):
+            elif any(TYPE_CASE_DIRS.search(f) for f in folders) and _type_cases(read(test) or ""):
                 out[test] = "type-checker cases"
             else:
                 kept.append(test)

@@ -82,6 +82,7 @@ def test_what_pytests_walk_would_leave_out_is_left_out_of_the_named_files():
         "tests/typing/test_cases.py": "from widget import double\n\nx: int = double(2)\n",  # no test in it
         "tests/typing/test_runtime.py": "def test_runtime():\n    assert True\n",  # a real test there
         "tests/mypy/test_plugin.py": "def test_plugin_runs_mypy():\n    assert_type = 1\n",
+        "tests/mypy_test_cases/test_errors.py": "import widget\n\nd: dict = widget.Error('x').messages_dict\n",
     }
     tests = (
         "tests/test_a.py",
@@ -92,6 +93,7 @@ def test_what_pytests_walk_would_leave_out_is_left_out_of_the_named_files():
         "tests/typing/test_cases.py",
         "tests/typing/test_runtime.py",
         "tests/mypy/test_plugin.py",
+        "tests/mypy_test_cases/test_errors.py",
         ".tox/test_e.py",
     )
     kept, left_out = testcommand.collected(tests, files.get, ("--ignore-glob=*/test_a.py",))
@@ -103,6 +105,7 @@ def test_what_pytests_walk_would_leave_out_is_left_out_of_the_named_files():
         "tests/data_v2/test_d.py": "under tests/data_v2/ (norecursedirs)",
         "tests/typing/test_reveal.py": "type-checker cases",
         "tests/typing/test_cases.py": "type-checker cases",
+        "tests/mypy_test_cases/test_errors.py": "type-checker cases",
     }
     # Unset, pytest's own norecursedirs apply (a hidden folder, build/, a virtualenv).
     kept, _ = testcommand.collected(("tests/test_a.py", ".tox/test_e.py", "build/test_f.py"), {}.get)
