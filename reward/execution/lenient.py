@@ -10,8 +10,8 @@ requirement, environments.py builds it once more over `repaired(snapshot)`: the 
 each refused requirement
 
     repaired    read another way that means what it says: `.*` dropped after an ordering
-                operator (`>=7.*` is `>=7`), a marker's bare value quoted, a trailing comma
-                dropped
+                operator (`>=7.*` is `>=7`), a single `=` read as `==` (`tree-sitter=0.24`), a
+                marker's bare value quoted, a trailing comma dropped
     dropped     removed from its list when no such reading parses, with a note
 
 Only that build sees the change (sandbox.run's `changes`, over the snapshot's files in its
@@ -36,6 +36,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 # An ordering operator followed by a wildcard version (`>=7.*`): PEP 440 allows `.*` after
 # == and != only.
 _ORDERED_WILDCARD = re.compile(r"(>=|<=|~=|>|<)\s*([0-9][0-9A-Za-z.+!-]*?)\.\*")
+# A single `=` between the name and a version (`tree-sitter=0.24`), which means `==`.
+_SINGLE_EQUALS = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)\s*=\s*(?=[0-9])")
 # A marker variable compared with a bare value (`python_version < 3.8`), which PEP 508 quotes.
 _MARKER_VARS = (
     "python_version|python_full_version|os_name|sys_platform|platform_release|platform_system"
@@ -75,7 +77,7 @@ def reading(requirement: str) -> str | None:
     """`requirement` read another way that parses (module docstring), or None when none does."""
     text = requirement.strip().rstrip(",").strip()
     name, semi, marker = text.partition(";")
-    name = _ORDERED_WILDCARD.sub(r"\1\2", name)
+    name = _SINGLE_EQUALS.sub(r"\1==", _ORDERED_WILDCARD.sub(r"\1\2", name))
     if semi:
         marker = _BARE_MARKER.sub(lambda m: f'{m.group(1)} {m.group(2)} "{m.group(3)}"', marker)
     text = f"{name.strip()}; {marker.strip()}" if semi else name.strip()

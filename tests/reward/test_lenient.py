@@ -22,6 +22,8 @@ def test_a_refused_requirement_is_read_as_what_it_means_or_dropped():
     assert lenient.reading("sphinx ~= 5.3.*") == "sphinx ~=5.3"
     assert lenient.reading("tomli; python_version<3.11") == 'tomli; python_version < "3.11"'
     assert lenient.reading("pytest-cov>=2.*; python_version < '3.12'") == "pytest-cov>=2; python_version < '3.12'"
+    assert lenient.reading("tree-sitter=0.24") == "tree-sitter==0.24"
+    assert lenient.reading("mock >=2.0.0p") is None  # no version reads it: dropped
     assert lenient.reading("baz>=1.0dev-r12") is None  # a legacy version: no reading parses
     assert lenient.valid("x==1.*") and not lenient.valid("x>=1.*")
 
