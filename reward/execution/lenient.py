@@ -3,15 +3,19 @@ repaired or dropped, for the sandboxed build alone.
 
 A release's pyproject.toml, setup.cfg or setup.py may declare a requirement in a form the build's
 parser refuses (`pytest>=7.*`: a wildcard after `>=`; `foo; python_version<3.8`: an unquoted
-marker value). setuptools validates every dependency and extra as it reads the metadata, so the
-build fails the same way on every interpreter, with every requirement set, and no candidate of
-the derivation can run the tests. When the snapshot's build failed and its metadata has such a
+marker value; `cloudpickle; python_implementation == "CPython"`: a marker name packaging 22
+dropped, which the build's pip refuses as it reads the built metadata). setuptools validates
+every dependency and extra as it reads the metadata, and pip every requirement of the built
+wheel, so the build fails the same way on every interpreter, with every requirement set, and no
+candidate of the derivation can run the tests. When the snapshot's build failed and its metadata has such a
 requirement, environments.py builds it once more over `repaired(snapshot)`: the same files with
 each refused requirement
 
     repaired    read another way that means what it says: `.*` dropped after an ordering
                 operator (`>=7.*` is `>=7`), a single `=` read as `==` (`tree-sitter=0.24`), a
-                marker's bare value quoted, a trailing comma dropped
+                marker's legacy name by its PEP 508 one (`python_implementation` is
+                `platform_python_implementation`: attrs 23.2.0's extras), a marker's bare
+                value quoted, a trailing comma dropped
     dropped     removed from its list when no such reading parses, with a note
 
 Only that build sees the change (sandbox.run's `changes`, over the snapshot's files in its
@@ -43,6 +47,19 @@ _MARKER_VARS = (
     "python_version|python_full_version|os_name|sys_platform|platform_release|platform_system"
     "|platform_version|platform_machine|platform_python_implementation|implementation_name"
     "|implementation_version|extra"
+)
+# Marker names packaging 22 no longer takes (attrs 23.2.0's `python_implementation == "CPython"`),
+# and the names PEP 508 has for them.
+_LEGACY_MARKERS = {
+    "python_implementation": "platform_python_implementation",
+    "platform.python_implementation": "platform_python_implementation",
+    "os.name": "os_name",
+    "sys.platform": "sys_platform",
+    "platform.version": "platform_version",
+    "platform.machine": "platform_machine",
+}
+_LEGACY_MARKER = re.compile(
+    r"(?<![\w.])(" + "|".join(re.escape(k) for k in sorted(_LEGACY_MARKERS, key=len, reverse=True)) + r")(?![\w.])"
 )
 _BARE_MARKER = re.compile(rf"\b({_MARKER_VARS})\s*(===|==|!=|<=|>=|~=|<|>)\s*([A-Za-z0-9_.*+-]+)")
 # A setup.py string literal that reads as a requirement with a version (a name, then an operator).
@@ -79,6 +96,7 @@ def reading(requirement: str) -> str | None:
     name, semi, marker = text.partition(";")
     name = _SINGLE_EQUALS.sub(r"\1==", _ORDERED_WILDCARD.sub(r"\1\2", name))
     if semi:
+        marker = _LEGACY_MARKER.sub(lambda m: _LEGACY_MARKERS[m.group(1)], marker)
         marker = _BARE_MARKER.sub(lambda m: f'{m.group(1)} {m.group(2)} "{m.group(3)}"', marker)
     text = f"{name.strip()}; {marker.strip()}" if semi else name.strip()
     return text if valid(text) else None

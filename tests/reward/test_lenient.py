@@ -23,6 +23,12 @@ def test_a_refused_requirement_is_read_as_what_it_means_or_dropped():
     assert lenient.reading("tomli; python_version<3.11") == 'tomli; python_version < "3.11"'
     assert lenient.reading("pytest-cov>=2.*; python_version < '3.12'") == "pytest-cov>=2; python_version < '3.12'"
     assert lenient.reading("tree-sitter=0.24") == "tree-sitter==0.24"
+    # attrs 23.2.0's extras: a marker name packaging 22 dropped
+    assert (
+        lenient.reading('mypy>=1.6; python_implementation == "CPython" and python_version >= "3.8"')
+        == 'mypy>=1.6; platform_python_implementation == "CPython" and python_version >= "3.8"'
+    )
+    assert lenient.reading("x; os.name == 'nt'") == "x; os_name == 'nt'"
     assert lenient.reading("mock >=2.0.0p") is None  # no version reads it: dropped
     assert lenient.reading("baz>=1.0dev-r12") is None  # a legacy version: no reading parses
     assert lenient.valid("x==1.*") and not lenient.valid("x>=1.*")
