@@ -10,6 +10,10 @@ the sandbox on the test-runner pool (reward/execution/pool.py) three times:
     before   the base commit with the test patch only
     after    with the oracle patch and the test patch, twice
 
+The after runs' wall clock follows what the before run took (reward/execution/walls.py: 4x that,
+never under `reward.execution.wall_s`), and a run out of its wall runs once more with it doubled
+before it counts as a timeout.
+
 FAIL_TO_PASS = tests that do not pass before and pass in both after runs; PASS_TO_PASS = tests
 that pass in all three. A test whose two after runs disagree is flaky and kept out of both
 (counted). A test that does not pass after the fix because it failed on the network (the
@@ -66,7 +70,7 @@ from data.shards import ShardWriter, prepare_output, write_manifest
 from reward.execution.derivation import Deriver, write_records
 from reward.execution.environments import EnvSpec
 from reward.execution.pool import TestPool
-from reward.execution.runner import TestJob
+from reward.execution.runner import TestJob, run_retried
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
 log = logging.getLogger(__name__)
@@ -142,17 +146,20 @@ def _why_none(after: object) -> str:
 def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[Labels]:
     """Labels of every instance, running its tests on `pool` (a TestPool)."""
 
-    jobs, slots = [], []
-    for index, inst in enumerate(instances):
-        if not inst.test_patch:
-            continue
-        jobs.append(TestJob(inst, "", job_id=f"{index}/before"))
-        jobs += [TestJob(inst, inst.patch, job_id=f"{index}/after{k}") for k in range(repeats)]
-        slots.append(index)
-    runs = pool.run(jobs, what="validation runs")  # type: ignore[attr-defined]
-    by_index: dict[int, list[object]] = defaultdict(list)
-    for run in runs:
-        by_index[int(run.job_id.split("/")[0])].append(run)
+    # The before runs first: the after runs' walls follow what each took (walls.py), and a run
+    # out of its wall runs once more with it doubled before it counts.
+    run = lambda jobs: pool.run(jobs, what="validation runs")  # type: ignore[attr-defined]  # noqa: E731
+    slots = [i for i, inst in enumerate(instances) if inst.test_patch]
+    before = run_retried(run, [TestJob(instances[i], "", job_id=f"{i}/before") for i in slots])
+    took = [b.seconds if b.status == "ok" else None for b in before]
+    after = [
+        TestJob(instances[i], instances[i].patch, job_id=f"{i}/after{k}", baseline_s=seconds)
+        for i, seconds in zip(slots, took, strict=True)
+        for k in range(repeats)
+    ]
+    by_index: dict[int, list[object]] = {i: [b] for i, b in zip(slots, before, strict=True)}
+    for r in run_retried(run, after):
+        by_index[int(r.job_id.split("/")[0])].append(r)
     return [
         label(by_index[i][0], by_index[i][1:]) if i in by_index else Labels("no_test_patch")
         for i in range(len(instances))

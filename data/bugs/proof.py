@@ -57,7 +57,7 @@ from data.mining.neardup import NearDuplicates
 from data.schema import Instance
 from reward.apply import apply_edits
 from reward.execution.environments import EnvSpec
-from reward.execution.runner import Runner, TestJob, TestRun
+from reward.execution.runner import Runner, TestJob, TestRun, run_retried
 from reward.parse import Rejected, parse_output
 
 SCREEN = 2  # runs of every tree: a bug's failures must repeat to be proved
@@ -110,13 +110,30 @@ def instance_of(source: Source) -> Instance:
     return source.instance if isinstance(source, GitSource) else source
 
 
-def _job(source: Source, tree: dict[str, str], job_id: str, coverage: bool = False) -> TestJob:
+def _job(
+    source: Source, tree: dict[str, str], job_id: str, coverage: bool = False, baseline_s: float | None = None
+) -> TestJob:
     """Tests of `tree` (the repository's files): the source's test patch, or a repository's
-    test files at its commit; `coverage`: the lines they execute measured too."""
+    test files at its commit; `coverage`: the lines they execute measured too; `baseline_s`: what
+    they took on the working code, which the run's wall clock follows (walls.py)."""
     inst = instance_of(source)
-    if isinstance(source, GitSource):
-        return TestJob(inst, tree_patch(inst, tree), job_id=job_id, tests=source.tests, coverage=coverage)
-    return TestJob(inst, tree_patch(inst, tree), job_id=job_id, coverage=coverage)
+    tests = source.tests if isinstance(source, GitSource) else ()
+    return TestJob(inst, tree_patch(inst, tree), job_id, tests=tests, coverage=coverage, baseline_s=baseline_s)
+
+
+def _run(pool: Any, jobs: Sequence[TestJob], what: str) -> list[TestRun]:
+    """The jobs on `pool`, each that ran out of its wall clock once more with it doubled."""
+    return run_retried(lambda batch: pool.run(batch, what=what), jobs)
+
+
+def _measured(source: Source) -> float | None:
+    """What a repository's suite took in its environment's derivation (None: not measured)."""
+    return source.baseline_s if isinstance(source, GitSource) else None
+
+
+def _slowest(runs: Sequence[TestRun]) -> float | None:
+    """The seconds of the slowest run that reported (None when none did): a source's baseline."""
+    return max((r.seconds for r in runs if r.status == "ok"), default=None)
 
 
 @dataclass(frozen=True)
@@ -130,6 +147,7 @@ class Baseline:
     runs: int = SCREEN  # how many runs `passing` passed: CONFIRM once a bug of the source was confirmed
     # path -> lines the tests executed (the first run's coverage); empty: not measured
     covered: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    seconds: float | None = None  # its slowest run's: the later runs' walls follow it (walls.py)
 
 
 def baseline_key(source: Source) -> str:
@@ -197,12 +215,19 @@ def inject(
     keys = [baseline_key(src) for src in usable]
     fresh = [i for i, key in enumerate(keys) if baseline_cache is None or key not in baseline_cache]
     # The first run of each baseline measures the lines its tests execute: rules bugs are drawn there.
+    # Their walls follow what the derivation measured of a repository's suite, where it did.
     jobs = [
-        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}", coverage=measure and r == 0)
+        _job(
+            usable[i],
+            working_tree(instance_of(usable[i])),
+            f"{i}/base/{r}",
+            coverage=measure and r == 0,
+            baseline_s=_measured(usable[i]),
+        )
         for i in fresh
         for r in range(SCREEN)
     ]
-    runs = pool.run(jobs, what="baseline runs") if jobs else []
+    runs = _run(pool, jobs, "baseline runs")
     seconds["baseline"], clock = time.monotonic() - clock, time.monotonic()
     known = {} if baseline_cache is None else baseline_cache
     for n, i in enumerate(fresh):
@@ -210,7 +235,9 @@ def inject(
         passing, why = _passing(base_runs)
         ran = set().union(*(r.outcomes for r in base_runs))
         covered = base_runs[0].covered if base_runs else {}
-        known[keys[i]] = Baseline(frozenset(passing), len(ran - passing), why or "no test passes", covered=covered)
+        why = why or "no test passes"
+        slowest = _slowest(base_runs)
+        known[keys[i]] = Baseline(frozenset(passing), len(ran - passing), why, covered=covered, seconds=slowest)
     baselines: dict[int, set[str]] = {}
     for i, src in enumerate(usable):
         inst, base = instance_of(src), known[keys[i]]
@@ -229,11 +256,11 @@ def inject(
     bugs = [(i, c) for i, found in zip(baselines, drawn, strict=True) for c in found]
     seconds["draw"], clock = time.monotonic() - clock, time.monotonic()
     jobs = [
-        _job(usable[i], buggy_tree(c.source, c.bug), f"{j}/bug/{r}")
+        _job(usable[i], buggy_tree(c.source, c.bug), f"{j}/bug/{r}", baseline_s=known[keys[i]].seconds)
         for j, (i, c) in enumerate(bugs)
         for r in range(SCREEN)
     ]
-    runs = pool.run(jobs, what="bug runs")
+    runs = _run(pool, jobs, "bug runs")
     seconds["bugs"], clock = time.monotonic() - clock, time.monotonic()
     screened: list[tuple[int, Proved]] = []
     for j, (i, cand) in enumerate(bugs):
@@ -242,7 +269,7 @@ def inject(
         if reason != "kept":
             outcomes.append(BugOutcome(cand, cand.source.instance_id, reason, detail=detail))
         else:
-            screened.append((i, Proved(usable[i], cand, f2p, baselines[i], bug_runs)))
+            screened.append((i, Proved(usable[i], cand, f2p, baselines[i], bug_runs, known[keys[i]].seconds)))
     proved, confirmed = _confirmed(screened, usable, {i: known[keys[i]] for i in baselines}, pool, outcomes)
     for i, base in confirmed.items():  # self-play's cache keeps them: a source is confirmed once
         known[keys[i]] = base
@@ -332,6 +359,7 @@ class Proved:
     fail_to_pass: set[str]
     baseline: set[str]
     runs: Sequence[TestRun]
+    baseline_s: float | None = None  # its source's baseline seconds: the inverse checks' walls follow it
 
 
 def _confirmed(
@@ -347,30 +375,35 @@ def _confirmed(
     goes to `outcomes` as `flaky`."""
     sources = sorted({i for i, _ in screened if bases[i].runs < CONFIRM})
     jobs = [
-        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}")
+        _job(usable[i], working_tree(instance_of(usable[i])), f"{i}/base/{r}", baseline_s=bases[i].seconds)
         for i in sources
         for r in range(bases[i].runs, CONFIRM)
     ]
     jobs += [
-        _job(p.source, buggy_tree(p.candidate.source, p.candidate.bug), f"{j}/confirm/{r}")
-        for j, (_, p) in enumerate(screened)
+        _job(
+            p.source,
+            buggy_tree(p.candidate.source, p.candidate.bug),
+            f"{j}/confirm/{r}",
+            baseline_s=bases[i].seconds,
+        )
+        for j, (i, p) in enumerate(screened)
         for r in range(SCREEN, CONFIRM)
     ]
-    runs = iter(pool.run(jobs, what="confirming runs") if jobs else [])
+    runs = iter(_run(pool, jobs, "confirming runs"))
     confirmed: dict[int, Baseline] = {}
     for i in sources:
         base = bases[i]
         passing, why = _passing([next(runs) for _ in range(base.runs, CONFIRM)])
         kept = base.passing & passing
         left_out = base.left_out + len(base.passing - kept)
-        confirmed[i] = Baseline(frozenset(kept), left_out, why or base.why, CONFIRM, base.covered)
+        confirmed[i] = Baseline(frozenset(kept), left_out, why or base.why, CONFIRM, base.covered, base.seconds)
     out = []
     for i, p in screened:
         every = [*p.runs, *(next(runs) for _ in range(SCREEN, CONFIRM))]
         baseline = set(confirmed.get(i, bases[i]).passing)
         reason, f2p, detail = prove(p.candidate, baseline, every)
         if reason == "kept":
-            out.append(Proved(p.source, p.candidate, f2p, baseline, every))
+            out.append(Proved(p.source, p.candidate, f2p, baseline, every, p.baseline_s))
             continue
         if reason == "no_test_fails":  # what it failed did not pass every run of the working code
             reason, detail = "flaky", f"its failing tests are not all in the baseline of {CONFIRM} runs"
@@ -388,9 +421,10 @@ def _inverse_checked(proved: list[Proved], pool: Any) -> dict[int, str]:
             continue
         for path in paths:
             rest = [m for m in p.candidate.bug if m.path != path]
-            jobs.append(_job(p.source, buggy_tree(p.candidate.source, rest), f"{j}/revert/{path}"))
+            tree = buggy_tree(p.candidate.source, rest)
+            jobs.append(_job(p.source, tree, f"{j}/revert/{path}", baseline_s=p.baseline_s))
             owners.append((j, path))
-    runs = pool.run(jobs, what="inverse checks") if jobs else []
+    runs = _run(pool, jobs, "inverse checks")
     useless: dict[int, str] = {}
     for (j, path), run in zip(owners, runs, strict=True):
         if run.status != "ok" or not any(run.outcomes.get(t) == "passed" for t in proved[j].fail_to_pass):

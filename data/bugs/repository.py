@@ -3,7 +3,9 @@
 `python -m data.inject reward.execution.repos=[owner/name=CLONE] --commit REF` needs no pull
 request: the source is the repository at REF. Its test files are the suite whose passing tests
 are the baseline: a Python repository's (its pytest configuration's `python_files`, else
-test_*.py and *_test.py under any folder, else nose's tests_*.py and *_tests.py), or a
+test_*.py and *_test.py under any folder, else nose's tests_*.py and *_tests.py; less what
+pytest's own walk would leave out: its norecursedirs and --ignore options, and folders of
+type-checker cases, reward/execution/testcommand.py's `collected`), or a
 JavaScript/TypeScript repository's (*.test.* and *.spec.* files, and the scripts in test/, tests/,
 spec/ and __tests__/ folders less their fixtures, helpers and set-up: the files Jest, Mocha,
 Vitest and node --test find by default); a repository with more JavaScript test files than Python
@@ -26,6 +28,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import fnmatch
+import logging
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,8 +45,10 @@ from data.mining.extract import add_relevant
 from data.mining.filters import FilterConfig
 from data.patching import files_patch
 from data.schema import Instance
+from reward.execution.testcommand import collected
 
 REF_PREFIX = "refs/swe-rl/inject/"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class GitSource:
     instance: Instance
     tests: tuple[str, ...]
     clone: Path
+    baseline_s: float | None = None  # what its tests took in its derived environment (None: not measured)
 
 
 def _is_source(path: str, prefixes: tuple[str, ...], language: str = "python") -> bool:
@@ -171,6 +177,11 @@ def read_source(name: str, clone: Path, commit: str, prefixes: tuple[str, ...] =
         js_tests = tuple(sorted(p for p in paths if _is_js_test(p)))
         if not own and len(js_tests) > len(tests):
             language, tests = "javascript", js_tests
+        else:  # what pytest's walk of the repository would leave out (testcommand.collected)
+            tests, left_out = collected(tests, read)
+            if left_out:
+                example = next(iter(left_out.items()))
+                log.info("[inject] %s: %d test files left out, e.g. %s", name, len(left_out), example)
         sources: dict[str, str] = {}
         for path in paths:
             if _is_source(path, prefixes, language):

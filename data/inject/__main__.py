@@ -52,8 +52,11 @@ Tests run in the sandbox on the test-runner pool (`reward.execution.num_runners`
 local Ray, or the cluster at `ray.address`), or `reward.execution.num_runners=0` one by one in
 this process: training's keys, as `key=value` (conf/overrides.py: every `reward.execution.*`;
 `--git`, `--workers`, `--wall-s`, `--cache-dir`, `--ray-address` are refused with their new
-names). `reward.execution.wall_s` (here 30 s unless given, not training's 300) bounds each run:
-a bug that loops forever costs that much, twice, and is rejected (`run_failed`). The injector's
+names). `reward.execution.wall_s` (here 30 s unless given, not training's 300) is the least wall clock
+of each run: a run's wall follows what its source's tests took on the working code (the
+derivation's baseline run, then the injector's own: reward/execution/walls.py, 4x that at least),
+and a run that times out runs once more with its wall doubled before it counts; a bug that loops
+forever costs that, twice, and is rejected (`run_failed`). The injector's
 logic is data/bugs/injector.py and repository.py; this command runs its tests
 (`inject`: baseline, bug and inverse-check runs on `pool`, anything with `run(jobs, what) ->
 runs` in order: the test-runner pool, or `InProcess(Runner)`).
@@ -127,7 +130,8 @@ def git_sources(
         if given is None:
             deriver = deriver or Deriver(cfg)
             derived = deriver.derive(source.instance, snapshot, source.tests)
-            source = replace(source, tests=select_tests(source.tests, derived.command.paths))
+            tests = select_tests(source.tests, derived.command.paths, derived.command.args)
+            source = replace(source, tests=tests, baseline_s=derived.baseline_s)  # the later walls follow it
         spec = given or derived.spec
         out.append(replace(source, instance=replace(source.instance, environment=spec.to_json())))
     return out

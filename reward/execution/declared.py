@@ -30,7 +30,8 @@ derive_candidates (environments.py, in the order candidates.py decides) turns th
                               install, each as a requirements file's text
     tox_envs(dir)             tox's environments (tox.ini, setup.cfg [tox:tox], pyproject's
                               [tool.tox] native or legacy_tox_ini): unconditional deps, dependency
-                              groups, extras and commands of each
+                              groups and commands of each, and its extras (a factor's line only
+                              when the factor names the tests: `tests: tests`)
     tested_pythons(dir)       the Python versions its CI workflows, tox envlist, noxfile and
                               classifiers name (what its maintainers test on)
 
@@ -432,12 +433,25 @@ def _ini_envs(text: str, base: str) -> list[ToxEnv]:
             return out
 
         deps = tuple(d for d in lines("deps") if not re.match(r"^[\w{},.-]+:\s", d))  # `min: -r ...`: a factor's
-        extras = tuple(e.strip() for ln in lines("extras") for e in ln.split(",") if e.strip())
+        extras = tuple(e.strip() for ln in lines("extras") for e in (_test_factor(ln) or "").split(",") if e.strip())
         groups = tuple(g.strip() for ln in lines("dependency_groups") for g in ln.split(",") if g.strip())
         commands = tuple(_split(c) for c in lines("commands") if not re.match(r"^[\w{},.-]+:\s", c))
         name = "testenv" if section == base else section.split(":", 1)[1]
         out.append(ToxEnv(name, deps, groups, extras, tuple(c for c in commands if c)))
     return out
+
+
+_FACTOR = re.compile(r"^([\w{},.-]+):\s*(.*)$")  # tox's `factor: value` line
+
+
+def _test_factor(line: str) -> str | None:
+    """A tox line for the test environments: as is; `tests: tests` (a factor naming the tests)
+    as its value; another factor's line (`mypy: tests-mypy`) None. pip refuses the line itself as
+    an extra (`/testbed[tests: tests]`: attrs 23.2.0's tox.ini), on every interpreter."""
+    m = _FACTOR.match(line)
+    if m is None:
+        return line
+    return m.group(2) if set(re.split(r"[-,{}]", m.group(1))) & {"test", "tests", "testing"} else None
 
 
 def _native_envs(tool: dict[str, Any]) -> list[ToxEnv]:

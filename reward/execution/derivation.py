@@ -13,7 +13,8 @@ It fails at a stage:
     interpreter   no interpreter of that version here (no_interpreter)
     build         the environment did not resolve, install or build (env_failed)
     baseline      the tests did not run (pytest could not start or collect: no_report, a
-                  timeout, ...), or ran and `unusable` says why they do not count: no test
+                  timeout: a run out of its wall clock runs once more with it doubled, walls.py,
+                  before it counts), or ran and `unusable` says why they do not count: no test
                   collected, most tests erroring (an import that fails at collection), no test
                   passing. A JavaScript baseline whose test files all failed to load (a test
                   file importing a module only the fix adds) is asked again with the fix
@@ -27,8 +28,9 @@ twice as many candidates (one that fails to build costs seconds).
 
 The record (Derivation.record: the repository, commit, chosen interpreter and requirement set,
 the test command, every attempt with its error's first lines and seconds, the baseline's counts,
-seconds per stage) is what data.inject and data.validate write as `_environments.json` beside
-their manifest (write_records), with one line per repository on the console (summary).
+seconds per stage, and the chosen baseline run's own seconds, which the walls of data.inject's
+later runs follow: walls.py) is what data.inject and data.validate write as `_environments.json`
+beside their manifest (write_records), with one line per repository on the console (summary).
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ from typing import Any
 from conf.config import ExecutionConfig
 from conf.io import write_text
 from data.schema import Instance
-from reward.execution import environments
+from reward.execution import environments, walls
 from reward.execution.environments import EnvSpec, derive_candidates
 from reward.execution.runner import LOAD_FAILURE, Runner, TestJob
-from reward.execution.testcommand import TestCommand, own_command
+from reward.execution.testcommand import TestCommand, ignored, ignored_by, own_command
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +71,9 @@ class Attempt:
     seconds: float = 0.0  # the whole attempt
     build_s: float = 0.0  # of which building the environment (0: cached)
     counts: dict[str, int] = field(default_factory=dict)  # the baseline's outcomes: passed, failed, error, skipped
+    run_s: float = 0.0  # the baseline run's own seconds, in the sandbox (later runs' walls follow it: walls.py)
+    wall_s: float = 0.0  # the wall clock that run had (doubled once after a timeout)
+    notes: tuple[str, ...] = ()  # how its build read the snapshot's metadata otherwise (environments.REPAIRED)
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,12 @@ class Derivation:
             "attempts": [asdict(a) for a in self.attempts],
             "environment": json.loads(self.spec.to_json()),
         }
+
+    @property
+    def baseline_s(self) -> float | None:
+        """What the chosen baseline run took (None: none counted): the later runs' walls follow it."""
+        chosen = next((a for a in self.attempts if a.stage == "ok"), None)
+        return chosen.run_s if chosen is not None and chosen.run_s > 0 else None
 
     def summary(self) -> str:
         """One line for the console: the repository, the choice, the baseline, the attempts."""
@@ -151,9 +162,13 @@ def reordered(pending: Sequence[tuple[str, EnvSpec]], failed: Attempt) -> list[t
     return list(pending)
 
 
-def select_tests(tests: Sequence[str], paths: Sequence[str]) -> tuple[str, ...]:
+def select_tests(tests: Sequence[str], paths: Sequence[str], args: Sequence[str] = ()) -> tuple[str, ...]:
     """The test files under the repository's own selection (`paths`: folders or files); all of
-    them when it names none, or none of them is under it."""
+    them when it names none, or none of them is under it; less those its command's options
+    (`args`: TestCommand.args) ignore (--ignore, --ignore-glob), which pytest applies only to
+    the folders it walks, not to the files the harness names."""
+    left, globs = ignored(list(args))
+    tests = [t for t in tests if not ignored_by(t, left, globs)]
     if not paths:
         return tuple(tests)
     roots = [PurePosixPath(p) for p in paths]
@@ -167,6 +182,8 @@ class Deriver:
 
     def __init__(self, cfg: ExecutionConfig, limit: int = ATTEMPTS, need_passing: bool = True) -> None:
         self.runner, self.limit, self.need_passing = Runner(cfg), limit, need_passing
+        self.wall_s = cfg.wall_s  # a baseline's first wall clock (walls.py: doubled once after a timeout)
+        self.envs = self.runner.envs  # where the attempts' environments are built: their notes
         # Candidates considered: one that fails to build costs seconds and no baseline, so more
         # are tried than baselines run (jsonschema 3.2.0 of 2019-11: its own build fails on the
         # 3.7 and 3.6 of its date, with every requirement set, before 3.10's date builds it).
@@ -178,7 +195,7 @@ class Deriver:
         files to run (a repository's suite), narrowed to its own selection; () runs the
         instance's own tests (its test patch's files)."""
         command = own_command(snapshot)
-        chosen_tests = select_tests(tests, command.paths)
+        chosen_tests = select_tests(tests, command.paths, command.args)
         candidates = derive_candidates(snapshot, instance.created_at, instance.repo, self.candidates)
         attempts: list[Attempt] = []
         found: tuple[str, EnvSpec] | None = None
@@ -188,6 +205,7 @@ class Deriver:
                 break
             name, spec = pending.pop(0)
             attempt = self._attempt(instance, spec, name, chosen_tests, k)
+            attempt = replace(attempt, notes=self._notes(spec, snapshot))
             attempts.append(attempt)
             log.info(
                 "[env] %s: python %s, %s: %s %s", instance.repo, spec.python, name, attempt.stage, _first(attempt.error)
@@ -219,10 +237,17 @@ class Deriver:
         print(derivation.summary(), flush=True)
         return derivation
 
+    def _notes(self, spec: EnvSpec, snapshot: Path) -> tuple[str, ...]:
+        """What the environment's build read otherwise in the snapshot's metadata (lenient.py)."""
+        path = self.envs.root / self.envs.key(spec, snapshot) / environments.REPAIRED
+        return tuple(str(n) for n in json.loads(path.read_text())) if path.is_file() else ()
+
     def _attempt(self, instance: Instance, spec: EnvSpec, name: str, tests: tuple[str, ...], k: int) -> Attempt:
         clock = time.monotonic()
         job = TestJob(replace(instance, environment=spec.to_json()), "", job_id=f"derive/{k}", tests=tests)
         run = self.runner.run(job)
+        if run.status == "timeout":  # once more with a doubled wall: the machine's load is not the suite's
+            run = self.runner.run(replace(job, wall_s=walls.retry_wall(run.wall_s or self.wall_s)))
         unloaded = set(run.outcomes) == {LOAD_FAILURE} or set(run.outcomes.values()) == {"error"}
         if run.status == "ok" and unloaded and instance.patch and spec.node is not None:
             # A JavaScript runner stopped before its first test, or every test file failed to
@@ -233,13 +258,15 @@ class Deriver:
         seconds, build_s = round(time.monotonic() - clock, 1), round(run.env_build_s, 1)
         stage = STAGES.get(run.status, "baseline")
         if run.status != "ok":
-            return Attempt(spec.python, name, stage, _lines(f"{run.status}: {run.reason}"), seconds, build_s)
+            error = _lines(f"{run.status}: {run.reason}")
+            return Attempt(spec.python, name, stage, error, seconds, build_s, run_s=run.seconds, wall_s=run.wall_s)
         counts = dict(Counter(run.outcomes.values()))
         why = unusable(counts, self.need_passing)
         if why:  # the first failure's first line says what is missing (No module named 'attr')
             first = next((f"{t}: {line}" for t, line in sorted(run.failures.items()) if line), "")
             why = _lines(f"{why}\n{first}" if first else why)
-        return Attempt(spec.python, name, "baseline" if why else "ok", why or "", seconds, build_s, counts)
+        stage = "baseline" if why else "ok"
+        return Attempt(spec.python, name, stage, why or "", seconds, build_s, counts, run.seconds, run.wall_s)
 
 
 def write_records(out: Path, derivations: Sequence[Derivation]) -> None:

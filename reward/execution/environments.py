@@ -57,7 +57,10 @@ or prints, is hostile; setup.py and a PEP 517 build backend are its code):
                     overlay's tmpfs, the snapshot on disk stays as the commit has it); then a
                     script of this module, run by the venv's python, prints that
                     distribution's Requires-Dist for the spec's extras and this interpreter
-                    (markers evaluated) as JSON
+                    (markers evaluated) as JSON. A build that fails while the snapshot's own
+                    metadata has a requirement that does not parse (`pytest>=7.*`: refused on
+                    every interpreter) runs once more over those files read another way, each
+                    such requirement repaired or dropped (lenient.py), noted in REPAIRED
     host, root      that JSON is read as hostile text: bounded, each entry a PEP 508
                     requirement of the index by name (one with a URL or a path, or named
                     like an archive, which uv reads as a file, would be built as root:
@@ -130,6 +133,7 @@ from reward.execution import (
     sandbox,
     testcommand,
 )
+from reward.execution.lenient import repaired
 from reward.execution.pythons import RELEASES, InterpreterUnavailable, find_python, installed_for
 from reward.execution.runners import RUNNERS, runner_for
 
@@ -201,6 +205,8 @@ COMPILED, _EXTENSION_SUFFIXES = "compiled", (".so",)
 _PRODUCTS_FILES, _PRODUCTS_BYTES = 5000, 1 << 30
 # What a failed build of the snapshot itself says (derivation.py: the interpreter's, not the set's).
 SNAPSHOT_BUILD = "build the snapshot (in the sandbox)"
+# The notes of a build over repaired metadata (lenient.py), in the environment: what it read instead.
+REPAIRED = "repaired.json"
 # The .pth file that puts the snapshot's folders on the path of the tests' own subprocesses.
 IMPORT_PATH = "_swe_rl_snapshot.pth"
 _DIST_INFO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+!-]*\.dist-info")
@@ -581,18 +587,41 @@ class Environments:
         own = f"/testbed[{','.join(spec.extras)}]" if spec.extras else "/testbed"
         pip = [python, "-I", "-m", "pip", "install", *_PIP_BUILD, "--target", str(out), own]
         ro = (str(venv), _base_prefix(python))
-        self._sandboxed(pip, snapshot, ro, out, SNAPSHOT_BUILD, spec.version)
+        try:
+            self._sandboxed(pip, snapshot, ro, out, SNAPSHOT_BUILD, spec.version)
+        except EnvironmentFailed:
+            changes, repairs = repaired(snapshot)
+            if not repairs:
+                raise
+            # Its own metadata has a requirement its build refuses (on every interpreter): built
+            # once more over files that read each another way or drop it, noted (lenient.py).
+            log.warning("[env] %s: once more with %s", SNAPSHOT_BUILD, "; ".join(r.note() for r in repairs))
+            shutil.rmtree(out)
+            out.mkdir()
+            identity.give(out)
+            self._sandboxed(pip, snapshot, ro, out, SNAPSHOT_BUILD, spec.version, changes)
+            if not (venv / REPAIRED).exists():
+                (venv / REPAIRED).write_text(json.dumps([r.note() for r in repairs]))
         return ro
 
     def _sandboxed(
-        self, argv: list[str], snapshot: Path, ro: tuple[str, ...], out: Path, what: str, version: str | None = None
+        self,
+        argv: list[str],
+        snapshot: Path,
+        ro: tuple[str, ...],
+        out: Path,
+        what: str,
+        version: str | None = None,
+        changes: dict[str, str | None] | None = None,
     ) -> str:
         limits = sandbox.Limits(wall_s=self.build_timeout_s, cpu_s=int(self.build_timeout_s), output_bytes=4 << 20)
         # A git archive has no .git: setuptools_scm projects build only with a version given.
         variables = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
         variables["SETUPTOOLS_SCM_PRETEND_VERSION"] = version or "0.0.0"
         try:
-            result = sandbox.run(argv, snapshot=snapshot, ro_paths=ro, rw_paths=(out,), env=variables, limits=limits)
+            result = sandbox.run(
+                argv, snapshot=snapshot, changes=changes, ro_paths=ro, rw_paths=(out,), env=variables, limits=limits
+            )
         except sandbox.SandboxUnavailable as exc:
             raise EnvironmentFailed(f"{what}: {exc}") from None
         if result.killed or result.returncode != 0:

@@ -85,14 +85,16 @@ class PoolCoordinator:
         await self.ready()
         assert self.idle is not None
         reason = ""
+        # The job's own wall clock (it may follow a measured baseline: walls.py) sets its deadline.
+        deadline_s = self.deadline_s - self.cfg.wall_s + job.wall(self.cfg.wall_s)
         for _ in range(2):
             index = await self.idle.get()
             broken = False
             try:
-                result: TestRun = await asyncio.wait_for(self.runners[index].run.remote(job), self.deadline_s)
+                result: TestRun = await asyncio.wait_for(self.runners[index].run.remote(job), deadline_s)
             except (TimeoutError, RayActorError) as exc:
                 what = "timed out" if isinstance(exc, asyncio.TimeoutError) else "died"
-                reason = f"the test runner {what} ({self.deadline_s:.0f} s deadline)"
+                reason = f"the test runner {what} ({deadline_s:.0f} s deadline)"
                 broken = True
                 continue
             except Exception as exc:  # the runner raised (Runner.run returns statuses; this is the backstop)

@@ -62,7 +62,8 @@ import os
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -70,7 +71,7 @@ from conf.config import ExecutionConfig
 from data.patching import PatchError, apply_patch, parse_patch
 from data.paths import UnsafePath, read_beneath
 from data.schema import Instance
-from reward.execution import cgroups, check, coverage, sandbox, services
+from reward.execution import cgroups, check, coverage, sandbox, services, walls
 from reward.execution.coverage import Tools
 from reward.execution.environments import (
     Environment,
@@ -106,6 +107,14 @@ class TestJob:
     # Measure the lines the tests execute (coverage.py, reward/execution/coverage.py): the
     # injector's baseline asks, to draw bugs where the tests look; pytest runs only.
     coverage: bool = False
+    # What the same tests took on the working code (seconds; None: not measured): the run's wall
+    # clock follows it (walls.wall_for, never under the configured wall_s).
+    baseline_s: float | None = None
+    wall_s: float | None = None  # an explicit wall clock (a retry's, walls.retry_wall); None: from the above
+
+    def wall(self, floor_s: float) -> float:
+        """The wall clock this job runs under, with `floor_s` the configured one."""
+        return self.wall_s if self.wall_s is not None else walls.wall_for(self.baseline_s, floor_s)
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,24 @@ class TestRun:
     uncapped: bool = False  # ran without its memory and pids caps (SWE_RL_LIMITS=best_effort)
     # snapshot path -> lines the tests executed, when the job asked (empty: not measured)
     covered: dict[str, frozenset[int]] = field(default_factory=dict)
+    wall_s: float = 0.0  # the wall clock it ran under (0: not run by a Runner)
+
+
+def run_retried(run: Callable[[list[TestJob]], list[TestRun]], jobs: Sequence[TestJob]) -> list[TestRun]:
+    """`run(jobs)` (a pool's run, results in order), and each job that ran out of its wall clock
+    once more with that wall doubled (walls.retry_wall): a timeout on a loaded machine is not a
+    verdict on the code. The retry's run replaces the first one."""
+    runs = list(run(list(jobs))) if jobs else []
+    again = [i for i, r in enumerate(runs) if r.status == "timeout"]
+    if again:
+        logger.info("[runner] %d of %d runs timed out: each once more with its wall doubled", len(again), len(runs))
+        redo = [
+            replace(jobs[i], wall_s=walls.retry_wall(runs[i].wall_s) if runs[i].wall_s else jobs[i].wall_s)
+            for i in again
+        ]
+        for i, rerun in zip(again, run(redo), strict=True):
+            runs[i] = rerun
+    return runs
 
 
 def test_files(test_patch: str | None, suffixes: tuple[str, ...] = (".py",)) -> list[str]:
@@ -327,6 +354,7 @@ class Runner:
                 variables[coverage.ENV_VAR], ro_paths = tool, (*ro_paths, tool)
             except RuntimeError as exc:  # the run goes on, unmeasured: the injector draws from every line
                 logger.warning("[runner] %s: %s", inst.instance_id, exc)
+        limits = replace(self.limits, wall_s=job.wall(self.limits.wall_s))
         start = time.monotonic()
         result = sandbox.run(
             argv,
@@ -335,13 +363,14 @@ class Runner:
             ro_paths=ro_paths,
             harness_files={**harness_files(), **({PROBE_FILE: probe} if probe else {})},
             env=variables,
-            limits=self.limits,
+            limits=limits,
             loopback=spec.network == "loopback",
             servers=servers,
             layers=env.layers,
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
+        done["wall_s"] = limits.wall_s
         done["uncapped"] = result.uncapped
         said = f"{token} tampered: "  # the guard in a process without the pipe (vitest's forks)
         for stream in (result.stderr, result.stdout):

@@ -21,6 +21,13 @@ pytest command found in that order), and its pytest configuration's `testpaths`:
               {posargs}, `cd`, `&&`), which is never run
 
 pytest's `python_files` (python_files: tqdm's `tests_*.py`) says which files are its test modules.
+The harness names the test files on pytest's command line, where pytest collects a file whatever
+its configuration leaves out of a folder walk, so `collected` leaves out, as that walk would:
+files under `norecursedirs` (pytest's own default when unset) and under the `--ignore` /
+`--ignore-glob` paths of its `addopts` or its command; and type-checker cases (a `typing/` or
+`mypy_test_cases/` folder's test_*.py that calls `reveal_type` or defines no test: mypy's and
+pyright's inputs, which may fail at import when pytest collects them). A conftest's `collect_ignore` is code,
+never read: the files it names are run.
 
 A positive -m or -k (`-k test_fast`) would deselect the canaries too: ignored. The arguments are
 the harness's own reading of the base commit (a candidate's changes to these files are guarded:
@@ -31,11 +38,12 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import fnmatch
 import re
 import shlex
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from reward.execution import declared
 
@@ -164,6 +172,80 @@ def ini_option(read: declared.Reader, key: str) -> list[str]:
         if cfg.has_section(section):
             return _ini_list(read(name) or "", section, key)
     return []
+
+
+# pytest's default `norecursedirs`, which a repository's own setting replaces.
+NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+# A folder that holds a type checker's test cases (mypy's and pyright's "typing" test data:
+# files named test_*.py that only a type checker reads, marshmallow's tests/mypy_test_cases/),
+# by a word of its name.
+TYPE_CASE_DIRS = re.compile(r"(?:^|_)(?:typing|typecheck|typechecking|typesafety|mypy|pyright|pyre)(?:_|$)|type_check")
+_TYPE_CALLS = re.compile(r"\b(?:reveal_type|assert_type)\(")
+_A_TEST = re.compile(r"^\s*(?:async\s+)?def\s+test|^\s*class\s+Test", re.M)
+
+
+def collected(
+    tests: tuple[str, ...] | list[str], read: declared.Reader, args: tuple[str, ...] | list[str] = ()
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(the test files pytest would collect walking the repository, each left out -> why): its
+    configuration's `norecursedirs` and `addopts` ignores, `args`' ignores (the repository's
+    command's, TestCommand.args), and type-checker cases (module docstring). `read`: the
+    snapshot's files, or a commit's."""
+    patterns = tuple(ini_option(read, "norecursedirs")) or NORECURSE
+    paths, globs = ignored((*ini_option(read, "addopts"), *args))
+    kept: list[str] = []
+    out: dict[str, str] = {}
+    for test in tests:
+        folders = PurePosixPath(test).parts[:-1]
+        for i, folder in enumerate(folders):
+            where = "/".join(folders[: i + 1])
+            if any(_norecurse(p, folder, where) for p in patterns):
+                out[test] = f"under {where}/ (norecursedirs)"
+                break
+        else:
+            if why := ignored_by(test, paths, globs):
+                out[test] = why
+            elif any(TYPE_CASE_DIRS.search(f) for f in folders) and _type_cases(read(test) or ""):
+                out[test] = "type-checker cases"
+            else:
+                kept.append(test)
+    return tuple(kept), out
+
+
+def ignored(args: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
+    """(paths, globs) that pytest's `--ignore` and `--ignore-glob` options in `args` name,
+    relative to the repository's root."""
+    paths: list[str] = []
+    globs: list[str] = []
+    for i, arg in enumerate(args):
+        for name, into in (("--ignore", paths), ("--ignore-glob", globs)):
+            if arg == name and i + 1 < len(args):
+                into.append(args[i + 1])
+            elif arg.startswith(name + "="):
+                into.append(arg.split("=", 1)[1])
+    clean = lambda arg: arg.strip("'\"").removeprefix("./")  # noqa: E731
+    return [clean(p).rstrip("/") for p in paths], [clean(g) for g in globs]
+
+
+def ignored_by(test: str, paths: list[str], globs: list[str]) -> str:
+    """Which option leaves `test` out ("--ignore", "--ignore-glob"), or "" (`ignored`'s lists)."""
+    if any(test == p or test.startswith(p + "/") for p in paths):
+        return "--ignore"
+    if any(fnmatch.fnmatchcase(test, g) or fnmatch.fnmatchcase(test, g + "/*") for g in globs):
+        return "--ignore-glob"
+    return ""
+
+
+def _norecurse(pattern: str, folder: str, where: str) -> bool:
+    """pytest's match of a `norecursedirs` pattern: the folder's name, or with a `/` its path."""
+    if "/" in pattern:
+        return fnmatch.fnmatchcase(where, pattern) or fnmatch.fnmatchcase(where, "*/" + pattern)
+    return fnmatch.fnmatchcase(folder, pattern)
+
+
+def _type_cases(text: str) -> bool:
+    """A module a type checker reads: it calls reveal_type / assert_type, or defines no test."""
+    return bool(_TYPE_CALLS.search(text)) or not _A_TEST.search(text)
 
 
 def _ini(text: str) -> configparser.RawConfigParser:

@@ -134,6 +134,42 @@ def test_a_baseline_in_the_cache_is_not_run_again_and_a_failed_one_is():
     assert len(cache) == 2
 
 
+class LoadedPool(FakePool):
+    """FakePool whose baseline runs take `seconds` and whose first run of each bug job id runs
+    out of its wall (the machine's load); records every job's wall under a 30 s configuration."""
+
+    def __init__(self, tests: list[str], breaks: dict[str, str], seconds: float) -> None:
+        super().__init__(tests, breaks)
+        self.seconds, self.walls, self.timed_out = seconds, [], set()
+
+    def run(self, jobs, what=""):
+        out = []
+        for job, run in zip(jobs, super().run(jobs, what), strict=True):
+            wall = job.wall(30.0)
+            self.walls.append((what, job.job_id, wall))
+            if "/bug/" in job.job_id and job.job_id not in self.timed_out:
+                self.timed_out.add(job.job_id)
+                out.append(TestRun(job.job_id, run.instance_id, "timeout", reason="timeout", wall_s=wall))
+            else:
+                out.append(replace(run, seconds=self.seconds if "/base/" in job.job_id else 1.0, wall_s=wall))
+        return out
+
+
+def test_the_walls_of_the_proofs_follow_the_baseline_and_a_timeout_is_retried_doubled():
+    (inst,) = list(read_instances("demo", 1))
+    inst = replace(inst, code_context={"pkg/a.py": "x = 1 + 2\n"}, oracle_new_content={}, patch="")
+    pool = LoadedPool(["t1", "t2"], {"+x = 1 - 2": "t1"}, seconds=17.0)
+    (outcome,) = inject([inst], pool, per_instance=1)
+    assert outcome.reason == "kept"  # the bug runs that ran out of their wall proved it on the retry
+    by_stage = {}
+    for what, job_id, wall in pool.walls:
+        by_stage.setdefault(what, []).append((job_id, wall))
+    # Nothing measured yet: the configured wall; then 4x the baseline's 17 s; the retry twice that.
+    assert by_stage["baseline runs"] == [("0/base/0", 30.0), ("0/base/1", 30.0)]
+    assert by_stage["bug runs"] == [("0/bug/0", 68.0), ("0/bug/1", 68.0), ("0/bug/0", 136.0), ("0/bug/1", 136.0)]
+    assert {wall for _, wall in by_stage["confirming runs"]} == {68.0}
+
+
 def test_bad_switches_are_refused_in_one_line(tmp_path, capsys):
     from data.inject.__main__ import main
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from data.git.commits import commit_files
 from data.loader import read_instances
 from data.schema import Instance
 from reward.execution import sandbox
+from reward.execution.derivation import unusable
 from reward.execution.runner import Runner, TestJob, TestRun, labelled_files, rooted
 
 REPO = Path(__file__).resolve().parents[2]
@@ -247,3 +250,48 @@ def test_bugs_in_a_repository_at_a_commit_become_instances_that_resolve(injected
     forged = "--- a/tests/helpers.py\n+++ b/tests/helpers.py\n@@ -1 +1 @@\n-ANSWER = 42\n+ANSWER = 43\n"
     run = runner.run(TestJob(inst, inst.patch + forged))
     assert run.guarded == ("tests/helpers.py",) and run.resolved is True
+
+
+TYPE_CASE = "from calc.ops import add\n\nreveal_type(add(1, 2))  # mypy: Revealed type is 'Any'\n"
+
+
+def _typed_repo(root: Path) -> RepoBuilder:
+    """calc with a folder of mypy cases named test_*.py (NameError at import), a folder its
+    pytest configuration does not recurse into and one its addopts ignores, all failing."""
+    repo = _repo(root)
+    broken = "def test_broken():\n    assert False\n"
+    repo.commit(
+        {
+            "tests/typing/test_ops_types.py": TYPE_CASE,
+            "tests/typing/test_more_types.py": TYPE_CASE,
+            "tests/fixtures/test_sample.py": broken,
+            "tests/manual/test_by_hand.py": broken,
+            "setup.cfg": "[tool:pytest]\nnorecursedirs = fixtures .*\naddopts = --ignore=tests/manual\n",
+        },
+        "type-checker cases and folders pytest leaves out",
+    )
+    return repo
+
+
+def test_read_source_leaves_out_type_checker_cases_and_what_pytests_configuration_excludes(tmp_path):
+    src = read_source("acme/calc", _typed_repo(tmp_path / "r").path, "HEAD")
+    assert src.tests == ("tests/test_ops.py",)
+
+
+@needs_sandbox
+def test_a_baseline_of_a_repository_with_type_checker_cases_passes_once_they_are_left_out(tmp_path):
+    """Named on pytest's command line, the cases error at collection and stop the session (the
+    derivation's `unusable`: no candidate counts); the source's tests run clean."""
+    repo = _typed_repo(tmp_path / "r")
+    src = read_source("acme/calc", repo.path, "HEAD")
+    inst = replace(src.instance, environment='{"snapshot": "git"}')
+    runner = Runner(ExecutionConfig(cache_dir=str(tmp_path / "cache"), wall_s=60.0, repos=[f"acme/calc={repo.path}"]))
+    every = ["tests/test_ops.py", "tests/typing/test_ops_types.py", "tests/typing/test_more_types.py"]
+    every += ["tests/fixtures/test_sample.py", "tests/manual/test_by_hand.py"]
+    before = runner.run(TestJob(inst, "", tests=tuple(every)))
+    # pytest stops at collection errors: the cases' NameError is the whole baseline
+    assert before.status == "ok" and before.outcomes == dict.fromkeys(every[1:3], "error")
+    assert "reveal_type" in before.failures[every[1]]
+    assert unusable(dict(Counter(before.outcomes.values()))) == "2 of 2 tests errored (collection or fixtures)"
+    after = runner.run(TestJob(inst, "", tests=src.tests))
+    assert after.status == "ok" and set(after.outcomes.values()) == {"passed"} and len(after.outcomes) == 3

@@ -75,3 +75,30 @@ def test_instances_without_an_environment_and_no_clone_are_refused_naming_the_sw
     assert (
         "2 of 2 instances carry no environment: give reward.execution.repos=[CLONE]" in err and "--environment" in err
     )
+
+
+def test_the_after_runs_wall_follows_the_before_run_and_a_timeout_is_retried_doubled():
+    from data.schema import Instance
+    from reward.execution.runner import TestRun
+
+    class Pool:
+        def __init__(self) -> None:
+            self.walls: list = []
+
+        def run(self, jobs, what=""):
+            out = []
+            for job in jobs:
+                wall = job.wall(300.0)
+                self.walls.append((job.job_id, wall))
+                if job.job_id == "0/after0" and wall < 500:  # the machine's load: once
+                    out.append(TestRun(job.job_id, "i", "timeout", reason="timeout", wall_s=wall))
+                    continue
+                outcome = "failed" if job.job_id.endswith("before") else "passed"
+                out.append(TestRun(job.job_id, "i", "ok", {"t::f2p": outcome}, seconds=100.0, wall_s=wall))
+            return out
+
+    inst = Instance("i", "a/b", "c", "", "fix", "test patch", {}, {})
+    pool = Pool()
+    (labels,) = validate.validate([inst], pool)
+    assert labels.outcome == "kept" and labels.fail_to_pass == ("t::f2p",)
+    assert pool.walls == [("0/before", 300.0), ("0/after0", 400.0), ("0/after1", 400.0), ("0/after0", 800.0)]

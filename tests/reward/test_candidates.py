@@ -199,3 +199,11 @@ def test_tox_section_references_are_followed(tmp_path, here):
     tox = "[cov]\ndeps =\n    nose\n[extra]\ndeps =\n    {[cov]deps}\n    timer\n[testenv]\ndeps =\n    {[extra]deps}\n    numpy\n"
     (env,) = tox_envs(write_tree(tmp_path, {"tox.ini": tox}))
     assert env.deps == ("nose", "timer", "numpy")
+
+
+def test_a_factors_extras_line_is_taken_only_for_the_tests_factor(tmp_path):
+    """attrs 23.2.0's `extras = tests: tests / mypy: tests-mypy`: read whole, pip refused
+    `/testbed[tests: tests,mypy: tests-mypy]` on every interpreter; the tests factor's is `tests`."""
+    tox = "[testenv]\nextras =\n    tests: tests\n    mypy: tests-mypy\n    cov, docs\n"
+    (env,) = tox_envs(write_tree(tmp_path, {"tox.ini": tox}))
+    assert env.extras == ("tests", "cov", "docs")

@@ -272,3 +272,42 @@ def test_data_validate_derives_each_instance_on_its_own_tests_which_may_all_fail
     (derived,) = derive_environments([inst], cfg, deriver)
     assert len(jobs) == 1 and jobs[0].tests == () and jobs[0].patch == ""  # its test patch, not the fix
     assert derived.environment == deriver.derivations[0].spec.to_json() and deriver.derivations[0].ok
+
+
+def test_the_repositorys_command_ignores_are_applied_to_the_files_the_harness_names():
+    tests = ("tests/test_a.py", "tests/integration/test_b.py", "tests/test_c_live.py")
+    args = ("-m", "not slow", "--ignore=tests/integration", "--ignore-glob=*_live.py")
+    assert select_tests(tests, ("tests",), args) == ("tests/test_a.py",)
+
+
+def test_a_baseline_out_of_its_wall_runs_once_more_with_it_doubled(tmp_path, monkeypatch):
+    """The machine's load is not the suite's: a timeout is retried at twice the wall, and the
+    chosen baseline's own seconds are what the later runs' walls follow (data.inject)."""
+    monkeypatch.setattr(environments, "installed_for", lambda when, days=0: ("3.11",))
+    repo = _widget(tmp_path / "widget")
+    entry = f"acme/widget={repo.path}"
+    cfg = ExecutionConfig(cache_dir=str(tmp_path / "cache"), repos=[entry], wall_s=30.0)
+    deriver = Deriver(cfg)
+    walls_seen: list = []
+
+    def run(job):
+        walls_seen.append(job.wall(cfg.wall_s))
+        if job.wall(cfg.wall_s) < 40:
+            return TestRun(job.job_id, "x", "timeout", reason="the test run was stopped: timeout", wall_s=30.0)
+        return TestRun(
+            job.job_id, "x", "ok", {"tests/test_widget.py::test_double": "passed"}, seconds=35.0, wall_s=60.0
+        )
+
+    deriver.runner.run = run  # type: ignore[method-assign]
+    (source,) = git_sources([entry], "HEAD", (), cfg, "derive", deriver)
+    (derived,) = deriver.derivations
+    assert walls_seen == [30.0, 60.0] and derived.ok
+    (attempt,) = derived.attempts
+    assert (attempt.stage, attempt.run_s, attempt.wall_s) == ("ok", 35.0, 60.0)
+    assert derived.baseline_s == 35.0 and source.baseline_s == 35.0
+    # Twice out of its wall: a timeout, and no other candidate is tried (each would cost as much).
+    deriver = Deriver(cfg)
+    deriver.runner.run = lambda job: TestRun(job.job_id, "x", "timeout", reason="stopped", wall_s=job.wall(30.0))  # type: ignore[method-assign]
+    git_sources([entry], "HEAD", (), cfg, "derive", deriver)
+    (attempt,) = deriver.derivations[0].attempts
+    assert attempt.error.startswith("timeout") and attempt.wall_s == 60.0 and deriver.derivations[0].baseline_s is None

@@ -69,3 +69,45 @@ def test_python_files_are_read_from_the_configuration_pytest_reads():
     files = {"setup.cfg": "[tool:pytest]\npython_files = tests_*.py check_*.py\n", "tox.ini": "[tox]\n"}
     assert testcommand.python_files(files.get) == ("tests_*.py", "check_*.py")
     assert testcommand.python_files({}.get) == ("test_*.py", "*_test.py")
+
+
+def test_what_pytests_walk_would_leave_out_is_left_out_of_the_named_files():
+    """The harness names test files, which pytest collects whatever its configuration says of
+    folder walks: its norecursedirs, addopts' --ignore and the command's are applied here, and
+    type-checker cases (mypy's and pyright's inputs, failing at import) are left out."""
+    files = {
+        "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--ignore=tests/slow -p no:cacheprovider"\n'
+        'norecursedirs = ["fixtures", "tests/data*"]\n',
+        "tests/typing/test_reveal.py": "from widget import double\n\nreveal_type(double(2))\n",
+        "tests/typing/test_cases.py": "from widget import double\n\nx: int = double(2)\n",  # no test in it
+        "tests/typing/test_runtime.py": "def test_runtime():\n    assert True\n",  # a real test there
+        "tests/mypy/test_plugin.py": "def test_plugin_runs_mypy():\n    assert_type = 1\n",
+        "tests/mypy_test_cases/test_errors.py": "import widget\n\nd: dict = widget.Error('x').messages_dict\n",
+    }
+    tests = (
+        "tests/test_a.py",
+        "tests/slow/test_b.py",
+        "tests/fixtures/test_c.py",
+        "tests/data_v2/test_d.py",
+        "tests/typing/test_reveal.py",
+        "tests/typing/test_cases.py",
+        "tests/typing/test_runtime.py",
+        "tests/mypy/test_plugin.py",
+        "tests/mypy_test_cases/test_errors.py",
+        ".tox/test_e.py",
+    )
+    kept, left_out = testcommand.collected(tests, files.get, ("--ignore-glob=*/test_a.py",))
+    assert kept == ("tests/typing/test_runtime.py", "tests/mypy/test_plugin.py", ".tox/test_e.py")
+    assert left_out == {
+        "tests/test_a.py": "--ignore-glob",
+        "tests/slow/test_b.py": "--ignore",
+        "tests/fixtures/test_c.py": "under tests/fixtures/ (norecursedirs)",
+        "tests/data_v2/test_d.py": "under tests/data_v2/ (norecursedirs)",
+        "tests/typing/test_reveal.py": "type-checker cases",
+        "tests/typing/test_cases.py": "type-checker cases",
+        "tests/mypy_test_cases/test_errors.py": "type-checker cases",
+    }
+    # Unset, pytest's own norecursedirs apply (a hidden folder, build/, a virtualenv).
+    kept, _ = testcommand.collected(("tests/test_a.py", ".tox/test_e.py", "build/test_f.py"), {}.get)
+    assert kept == ("tests/test_a.py",)
+    assert testcommand.ignored(["--ignore", "./a/", "--ignore-glob='*_x.py'", "-k", "not slow"]) == (["a"], ["*_x.py"])
