@@ -318,4 +318,6 @@ def _pytest_args(line: str) -> list[str] | None:
 
 
 def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    """A file of the snapshot's, "" when absent or a link: a linked pytest.ini, tox.ini or
+    setup.cfg could name any host file, whose options would reach the runner's arguments."""
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() and not path.is_symlink() else ""

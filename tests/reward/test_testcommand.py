@@ -111,3 +111,16 @@ def test_what_pytests_walk_would_leave_out_is_left_out_of_the_named_files():
     kept, _ = testcommand.collected(("tests/test_a.py", ".tox/test_e.py", "build/test_f.py"), {}.get)
     assert kept == ("tests/test_a.py",)
     assert testcommand.ignored(["--ignore", "./a/", "--ignore-glob='*_x.py'", "-k", "not slow"]) == (["a"], ["*_x.py"])
+
+
+def test_a_linked_configuration_file_is_not_read(tmp_path):
+    """A Makefile or tox.ini that is a link could name any host file: its commands never reach
+    the runner."""
+    files = {"Makefile": "test:\n\tpytest -W error tests\n", "tox.ini": "[testenv]\ncommands = pytest -x t\n"}
+    host = write_tree(tmp_path / "host", {**files, "tests/t.py": ""})
+    for name in files:
+        snapshot = write_tree(tmp_path / name, {"tests/t.py": ""})
+        (snapshot / name).symlink_to(host / name)
+        assert own_command(snapshot) == TestCommand(), name
+    (host / "tox.ini").unlink()
+    assert own_command(host) == TestCommand("Makefile", ("-W", "error"), ("tests",), ())
