@@ -35,18 +35,34 @@ repository runs before it has set up:
                  so in its message (NetworkWatch: an audit hook, Python 3.8 on), for
                  data.validate's needs_network; the verdict does not read it
 
-    the probe    for the tests named in probe.json beside this file (the instance's
-                 FAIL_TO_PASS) and the candidate's files it names, a `{"probing": n}` line first; then, while each
-                 such test's call runs, a profile function (EqualityProbe) questions every value a
-                 function of the candidate's files returns, and the `self` of its comparison
-                 methods, when that value's class is the candidate's (defined in its files, or
-                 its `__eq__`/`__ne__` is): equal to a fresh `object()`, to an instance of a
-                 class made for the question, to a random string or number, or not unequal to
-                 them, is an answer no honest value gives. One `{"probe": id, "found": why}`
-                 line per such test at the end of its call ("" found nothing; the profile
-                 function gone by then is itself a finding)
+    the secret   the probe's spec (the instance's FAIL_TO_PASS ids, the candidate's files and
+                 the lines it changed in them, the test files run) comes through a memory
+                 file PID 1 hands over (SWE_RL_SECRET_FD, inside.py), read and closed first
+                 thing: no path inside holds the labels. A probed process then makes itself
+                 non-dumpable, so a process the tested code starts cannot read its memory.
 
-    integrity    the functions through which pytest turns a test into its report (WATCHED)
+    the policy   an audit hook (policy.py, copied beside this file as swe_rl_policy.py; Python
+                 3.8 on) installed before pytest and anything of the repository is imported:
+                 a capability no fix needs (frames, tracing, ctypes, gc, code objects, the test
+                 files' text, others' classes) reached for by code the candidate added or
+                 changed is refused and written as {"tampered": why} at once. On 3.5-3.7
+                 there is no hook: the probe and the integrity checks below still run.
+
+    the probe    for the watched tests and the candidate's files, a `{"probing": n}` line first;
+                 then, while each such test's call runs, a profile function (EqualityProbe)
+                 questions every non-builtin value a function of the candidate's files returns
+                 (whatever its class: mock.ANY, a standard-library subclass), and the `self` of
+                 the comparison methods of the candidate's classes: equal to a fresh
+                 `object()`, to an instance of a class made for the question, to a random
+                 string or number, or not unequal to them, is an answer no honest value gives.
+                 At every call a test file makes it also runs the integrity check (a
+                 replacement restoring itself on its first call is seen before it runs). One
+                 `{"probe": id, "found": why}` line per such test at the end of its call (""
+                 found nothing; the profile function gone, or a trace function or thread hook
+                 that appeared, read through the interpreter's own functions, is a finding)
+
+    integrity    the functions through which pytest turns a test into its report, and the
+                 helpers tests call by name (pytest's, math's, some builtins: WATCHED)
                  are noted before any repository code is imported; when one has been replaced
                  (or its code swapped) by the time a test is reported, or a hook that decides
                  outcomes comes from a repository module that is not a conftest.py, a

@@ -31,7 +31,9 @@ itself non-dumpable, and the command drops every capability and sets no_new_priv
        accepts on 127.0.0.1:port: one that exits or does not within `start_s` ends the run
        (an "S" and why go to the host instead of a report, and the command never runs);
        start the command in `workdir` as uid/gid 65534 with no groups and the rlimits, with
-       a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
+       a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds,
+       and, when the run has one, its secret (the probe's labels) in a memory file
+       (SWE_RL_SECRET_FD) that only the command holds once it started (_secret_file);
     4. reap every child as it exits while the command runs (the orphans the kernel hands to
        the namespace's init included: left zombies, they would fill the pids cap), and read
        the report (at most `report_bytes`) meanwhile; then send it to the
