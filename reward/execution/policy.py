@@ -36,8 +36,9 @@ rewrites the test rather than the program under test (docs.python.org/3/library/
 
 An event is the candidate's when the code that reached for it is: walking out from the frame
 that made the call, past the frames that only carry it (the standard library's for most events;
-for the frame events only inspect's and traceback's functions that hand a caller's frame on, and
-logging's currentframe: logging and namedtuple look up their caller's frame for their own use),
+for the frame events and a test function's `__code__` only inspect's and traceback's functions
+that hand a caller's frame on, and logging's currentframe: logging and namedtuple look up their
+caller's frame, inspect.signature reads a function's code, for their own use),
 the first frame is code of the candidate's files that holds a line the candidate added or
 changed (a function or class body spanning one, or module-level code on one). Code the
 candidate compiles or executes from such a frame is its too. Scoping to the changed code keeps
@@ -186,7 +187,9 @@ class AuditPolicy:
             if name in FRAME_ATTRS:
                 return self.culprit(self.passes_frame)
             if name == "__code__" and self.test_code(args[0]):
-                return self.culprit(self.passes_stdlib)
+                # read by the candidate's own line: inspect.signature() of a test's function,
+                # asked by a decorator the candidate changed, reads it too, and says nothing
+                return self.culprit(self.passes_frame)
             return None
         if event in ("object.__setattr__", "object.__delattr__"):
             return self.culprit(self.passes_stdlib) if self.foreign(args) else None
