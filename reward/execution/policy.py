@@ -181,7 +181,7 @@ class AuditPolicy:
         if event == "import":
             return self.culprit(self.passes_stdlib) if args[0] in ("ctypes", "_ctypes") else None
         if event == "open":
-            return self.culprit(self.passes_stdlib) if self.protected(args[0]) else None
+            return self.culprit(self.passes_reading) if self.protected(args[0]) else None
         if event == "object.__getattr__":
             name = args[1]
             if name in FRAME_ATTRS:
@@ -283,14 +283,19 @@ class AuditPolicy:
 
     def culprit(self, passes):
         """Where the candidate's changed code reached for this event ("file:line"), or None:
-        from the frame that made the audited call outwards, past the frames `passes`."""
+        from the frame that made the audited call outwards, past the frames `passes` (None from
+        it: the walk ends there, not the candidate's)."""
         frame = self.getframe(1)  # type: Any
         while frame is not None and frame.f_code is not self.own:  # the hook's caller is above it
             frame = frame.f_back
         frame = frame.f_back if frame is not None else None
-        while frame is not None and passes(frame.f_code):
+        verdict = True
+        while frame is not None:
+            verdict = passes(frame.f_code)
+            if not verdict:
+                break
             frame = frame.f_back
-        if frame is None or not self.changed(frame):
+        if frame is None or verdict is None or not self.changed(frame):
             return None
         code = frame.f_code
         where = os.path.relpath(self.path(code.co_filename), self.cwd)
@@ -311,6 +316,14 @@ class AuditPolicy:
 
     def passes_stdlib(self, code):
         return self.kind(code.co_filename) == "stdlib"
+
+    def passes_reading(self, code):
+        """The standard library's frames carry a read of a test file, except the warnings
+        module's (None: the walk stops there): a warning the candidate's code issues at the
+        test's line is shown with that line, read by warnings, not handed to the candidate."""
+        if self.kind(code.co_filename) != "stdlib":
+            return False
+        return None if os.path.basename(code.co_filename) == "warnings.py" else True
 
     def passes_frame(self, code):
         if self.kind(code.co_filename) != "stdlib":

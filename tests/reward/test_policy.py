@@ -59,8 +59,16 @@ def changed_reads_data():
 
 def changed_trace():
     sys.settrace(None)
+
+
+def changed_warns():
+    import warnings
+
+    warnings.showwarning = warnings._showwarning_orig  # shown here, not captured
+    warnings.warn("old", DeprecationWarning, stacklevel=2)
 """
 CHANGED = [11, 12, 15, 16, 19, 20, 21, 24, 25, 26, 27, 28, 29, 30, 33, 34, 35, 38, 39, 40, 43, 44]
+CHANGED += [47, 48, 49, 50, 51, 52]
 
 DRIVER = """
 import importlib.util, json, sys
@@ -74,6 +82,9 @@ assert hook.install()
 sys.path.insert(0, ".")
 from pkg import mod
 out = {}
+sys.path.insert(0, "tests")
+import test_mod
+mod.warned_from_the_test = test_mod.test_x
 for name in sys.argv[3:]:
     try:
         getattr(mod, name)()
@@ -82,6 +93,10 @@ for name in sys.argv[3:]:
         out[name] = "refused"
 print(json.dumps({"results": out, "found": found}))
 """
+# a caller in the test file, so that a warning at stacklevel=2 is shown with the test's line
+CALLER = (
+    "import warnings\nwarnings.simplefilter('always')\nfrom pkg import mod\n\ndef test_x():\n    mod.changed_warns()\n"
+)
 
 
 def run_cases(tmp_path: Path, *names: str) -> dict:
@@ -89,7 +104,7 @@ def run_cases(tmp_path: Path, *names: str) -> dict:
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "mod.py").write_text(MODULE)
     (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_mod.py").write_text("def test_x():\n    assert 1 == 1\n")
+    (tmp_path / "tests" / "test_mod.py").write_text(CALLER)
     (tmp_path / "tests" / "data.txt").write_text("data\n")
     argv = [sys.executable, "-c", DRIVER, str(POLICY), json.dumps(CHANGED), *names]
     proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -104,6 +119,12 @@ def test_the_candidates_changed_code_reaching_for_a_capability_is_refused_and_na
 
 
 def test_unchanged_code_and_the_standard_librarys_own_lookups_are_not_findings(tmp_path):
-    names = ("unchanged_frame", "changed_logging", "changed_traceback_text", "changed_reads_data")
+    names = (
+        "unchanged_frame",
+        "changed_logging",
+        "changed_traceback_text",
+        "changed_reads_data",
+        "warned_from_the_test",
+    )
     got = run_cases(tmp_path, *names)
     assert got == {"results": dict.fromkeys(names, "allowed"), "found": []}
