@@ -134,6 +134,7 @@ class AuditPolicy:
         self.codes = {}  # code object -> whether it is the candidate's changed code (None: per line)
         self.kinds = {}  # file name -> "stdlib", "candidate" or "other"
         self.made = set()  # file names of code the candidate compiled
+        self.files = {}  # a code's file name -> whether it is a file (not text compiled)
         self.found = None
         self.getframe = sys._getframe
         self.ident = threading.get_ident
@@ -214,6 +215,8 @@ class AuditPolicy:
             return True
         if path.startswith(_MEMORY) and path.endswith("/mem"):
             return True
+        if path.startswith(self.stdlib) or "-packages" + os.sep in path:
+            return False  # the imports' opens, most of them: no test file is linked from there
         try:
             info = os.stat(path)  # a link or another name of a test file
         except (OSError, ValueError):
@@ -272,7 +275,11 @@ class AuditPolicy:
             name = getattr(args[0], "co_filename", None)
         if isinstance(name, bytes):
             name = os.fsdecode(name)
-        if not isinstance(name, str) or name in self.made or os.path.isfile(self.path(name)):
+        if not isinstance(name, str) or name in self.made or self.kind(name) != "other":
+            return
+        if self.files.get(name) is None:  # a module's code is executed once per file: cache it
+            self.files[name] = os.path.isfile(self.path(name))
+        if self.files[name]:
             return
         if self.culprit(self.passes_stdlib):
             self.made.add(name)
