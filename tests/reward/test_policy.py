@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reward.execution.runner import changed_lines
+
 POLICY = Path(__file__).resolve().parents[2] / "reward" / "execution" / "policy.py"
 
 MODULE = """\
@@ -128,3 +130,11 @@ def test_unchanged_code_and_the_standard_librarys_own_lookups_are_not_findings(t
     )
     got = run_cases(tmp_path, *names)
     assert got == {"results": dict.fromkeys(names, "allowed"), "found": []}
+
+
+def test_the_changed_lines_are_the_new_files_added_and_replaced_lines_and_where_lines_went():
+    old = "a\nb\nc\nd\n"
+    assert changed_lines(old, "a\nB\nc\nd\n") == [2]  # replaced
+    assert changed_lines(old, "a\nb\nnew\nc\nd\n") == [3]  # added
+    assert changed_lines(old, "a\nc\nd\n") == [2]  # removed: the line now standing there
+    assert changed_lines("", "x\ny\n") == [1, 2]  # a new file: all of it
