@@ -180,6 +180,8 @@ WATCHED = (
     "operator:eq",
     "operator:ne",
     "operator:contains",
+    # the policy's note of who starts a thread (policy.AuditPolicy.install), when it is on
+    "threading:Thread.start",
 )
 # And every function of math (isclose, isnan, ...): its names are checked as WATCHED's are.
 MATH = "math"

@@ -28,6 +28,9 @@ rewrites the test rather than the program under test (docs.python.org/3/library/
                    (dlopen, dlsym, addressof, cdata, call_function, ...: C-level writes, the
                    profile function switched off through PyEval_SetProfile)
     code           code.__new__ (code.replace too), setting a function's `__code__`
+    threads        _thread.start_new_thread: a thread the candidate's changed code starts on a
+                   refused capability (`Thread(target=sys._current_frames)`), and any event at
+                   the bottom of a thread it started, are its
     others' types  object.__setattr__/__delattr__ of the attributes Python audits on classes
                    (`__module__`, `__name__`, `__bases__`, `__doc__`, ...), on a class published
                    by a module outside the repository (the standard library, the test framework
@@ -51,6 +54,7 @@ hook raises Refused): the run is "tampered" whatever happens after.
 
 import contextlib
 import dis
+import gc
 import json
 import os
 import sys
@@ -92,8 +96,17 @@ PASS_THROUGH = frozenset(
         ("traceback", "print_stack"),
         ("logging", "currentframe"),
         ("logging", "<lambda>"),
+        # a thread's own start: the walk goes on to the bottom of its stack (culprit)
+        ("threading", "run"),
+        ("threading", "_bootstrap_inner"),
+        ("threading", "_bootstrap"),
+        ("thread", "run"),  # concurrent.futures' worker threads
+        ("thread", "_worker"),
     )
 )
+# Capabilities a thread can be started on directly (no Python frame of the candidate's runs there).
+REFUSED_TARGETS = ("_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile")
+REFUSED_TARGETS += ("get_objects", "get_referrers", "get_referents")
 _MEMORY = ("/proc/",)  # /proc/<pid>/mem, /proc/self/mem
 
 
@@ -135,17 +148,40 @@ class AuditPolicy:
         self.kinds = {}  # file name -> "stdlib", "candidate" or "other"
         self.made = set()  # file names of code the candidate compiled
         self.files = {}  # a code's file name -> whether it is a file (not text compiled)
+        self.threads = {}  # id(Thread) -> (the Thread, where the candidate started it)
         self.found = None
         self.getframe = sys._getframe
         self.ident = threading.get_ident
         self.own = AuditPolicy.hook.__code__  # read once: the frame walk looks for the hook's frame
 
     def install(self):
-        """Add the hook; False on an interpreter without audit hooks (before 3.8)."""
+        """Add the hook, and note the threads the candidate starts (no audit event says who
+        starts a thread before Python 3.13); False on an interpreter without audit hooks
+        (before 3.8)."""
         if not hasattr(sys, "addaudithook"):
             return False
         sys.addaudithook(self.hook)
+        original, policy = threading.Thread.start, self
+
+        def start(thread):
+            policy.started(thread)
+            return original(thread)
+
+        start.__name__ = start.__qualname__ = "start"
+        threading.Thread.start = start  # watched by bootstrap.WATCHED: put back, it is a finding
         return True
+
+    def started(self, thread):
+        """A thread the candidate's changed code starts is its: a finding at once when it runs
+        a refused capability itself (`Thread(target=sys._current_frames)`), else noted, so that
+        an event at the bottom of its stack is the candidate's (culprit)."""
+        where = self.walk(self.getframe(2), self.passes_stdlib)  # 0: here, 1: start, 2: its caller
+        if where is None:
+            return
+        target = getattr(thread, "_target", None)
+        if getattr(target, "__name__", None) in REFUSED_TARGETS and getattr(target, "__self__", None) in (sys, gc):
+            self.finding("threading.Thread.start: a thread on " + target.__name__ + ": " + where)
+        self.threads[id(thread)] = (thread, where)
 
     def path(self, name):
         return os.path.normpath(os.path.join(self.cwd, name))
@@ -290,18 +326,25 @@ class AuditPolicy:
 
     def culprit(self, passes):
         """Where the candidate's changed code reached for this event ("file:line"), or None:
-        from the frame that made the audited call outwards, past the frames `passes` (None from
-        it: the walk ends there, not the candidate's)."""
+        from the frame that made the audited call outwards (walk)."""
         frame = self.getframe(1)  # type: Any
         while frame is not None and frame.f_code is not self.own:  # the hook's caller is above it
             frame = frame.f_back
-        frame = frame.f_back if frame is not None else None
-        verdict = True
+        return self.walk(frame.f_back if frame is not None else None, passes)
+
+    def walk(self, frame, passes):
+        """From `frame` outwards past the frames `passes` (None from it: the walk ends there,
+        not the candidate's): the candidate's changed code there, or at the bottom of a thread
+        the candidate started, as "file:line (function)"; else None."""
+        verdict, last = True, None
         while frame is not None:
             verdict = passes(frame.f_code)
             if not verdict:
                 break
-            frame = frame.f_back
+            frame, last = frame.f_back, frame
+        if frame is None and verdict:  # the bottom of a thread's stack: who started the thread
+            started = self.threads.get(id(last.f_locals.get("self"))) if last is not None else None
+            return None if started is None else "a thread started at " + started[1]
         if frame is None or verdict is None or not self.changed(frame):
             return None
         code = frame.f_code

@@ -63,6 +63,19 @@ def changed_trace():
     sys.settrace(None)
 
 
+def changed_thread():
+    import threading
+
+    threading.Thread(target=sys._current_frames).start()
+
+
+def changed_pool():
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(sys._current_frames).result()
+
+
 def changed_warns():
     import warnings
 
@@ -70,7 +83,7 @@ def changed_warns():
     warnings.warn("old", DeprecationWarning, stacklevel=2)
 """
 CHANGED = [11, 12, 15, 16, 19, 20, 21, 24, 25, 26, 27, 28, 29, 30, 33, 34, 35, 38, 39, 40, 43, 44]
-CHANGED += [47, 48, 49, 50, 51, 52]
+CHANGED += list(range(47, 66))
 
 DRIVER = """
 import importlib.util, json, sys
@@ -115,7 +128,8 @@ def run_cases(tmp_path: Path, *names: str) -> dict:
 
 
 def test_the_candidates_changed_code_reaching_for_a_capability_is_refused_and_named(tmp_path):
-    got = run_cases(tmp_path, "changed_frame", "changed_inspect", "changed_reads_the_test", "changed_trace")
+    names = ("changed_frame", "changed_inspect", "changed_reads_the_test", "changed_trace", "changed_thread")
+    got = run_cases(tmp_path, *names, "changed_pool")
     assert set(got["results"].values()) == {"refused"}, got
     assert got["found"] == ["refused by policy: sys._getframe: pkg/mod.py:12 (changed_frame)"]  # the first only
 
