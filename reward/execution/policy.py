@@ -105,8 +105,9 @@ PASS_THROUGH = frozenset(
     )
 )
 # Capabilities a thread can be started on directly (no Python frame of the candidate's runs there).
-REFUSED_TARGETS = ("_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile")
-REFUSED_TARGETS += ("get_objects", "get_referrers", "get_referents")
+REFUSED_TARGETS = frozenset(
+    ("_getframe", "_current_frames", "_current_exceptions", "settrace", "setprofile", "get_objects", "get_referrers")
+) | {"get_referents"}
 _MEMORY = ("/proc/",)  # /proc/<pid>/mem, /proc/self/mem
 
 
@@ -168,7 +169,7 @@ class AuditPolicy:
             return original(thread)
 
         start.__name__ = start.__qualname__ = "start"
-        threading.Thread.start = start  # watched by bootstrap.WATCHED: put back, it is a finding
+        threading.Thread.start = start  # type: ignore[method-assign]  # watched (bootstrap.WATCHED)
         return True
 
     def started(self, thread):
@@ -179,8 +180,9 @@ class AuditPolicy:
         if where is None:
             return
         target = getattr(thread, "_target", None)
-        if getattr(target, "__name__", None) in REFUSED_TARGETS and getattr(target, "__self__", None) in (sys, gc):
-            self.finding("threading.Thread.start: a thread on " + target.__name__ + ": " + where)
+        name = str(getattr(target, "__name__", ""))
+        if name in REFUSED_TARGETS and getattr(target, "__self__", None) in (sys, gc):
+            self.finding("threading.Thread.start: a thread on " + name + ": " + where)
         self.threads[id(thread)] = (thread, where)
 
     def path(self, name):
