@@ -33,6 +33,7 @@ ATTACKS = (  # also run against an older harness (--against)
     "tests/actors/test_ood_forgery.py",  # the out-of-domain graders, through their public API
     "tests/reward/test_always_equal.py",  # always-equal values in passing tests (the recorder's probe)
     "tests/reward/test_env_leaks.py",  # the repository's own release, host paths in manifests
+    "tests/reward/test_capabilities.py",  # capabilities refused by policy, the probe without trust, the labels
 )
 NEW_CODE = ("tests/data/test_paths.py", "tests/reward/test_report.py", "tests/actors/test_test_pool.py")
 FILES = (*ATTACKS, *NEW_CODE)
@@ -70,6 +71,7 @@ NOT_ATTACKS = (
     "test_a_session_that_ran",
     "test_a_killed_runner",
     "test_the_gold_patch_under_every_style",
+    "test_the_gold_patch_resolves_under_every_style",
 )
 # Test function name (a prefix) -> class of attack (docs/security.md's numbering).
 CLASSES = (
@@ -117,7 +119,13 @@ CLASSES = (
     ("test_an_own_release", "leak: own release in the environment"),
     ("test_an_own_package", "leak: own release in the environment"),
     ("test_a_manifest_naming", "leak: host paths package managers read"),
-    ("test_an_unbounded", "14 a reward that does not end"),
+    ("test_an_unbounded", "20 a reward that does not end"),
+    ("test_a_stdlib_always_equal_value", "14 stdlib always-equal values"),
+    ("test_the_tests_expected_value_read", "15 the expected value read from the test"),
+    ("test_a_tracer_or_the_probe_switched_off", "16 tracers, the probe off, ctypes, gc, code"),
+    ("test_a_capability_patching_the_tests_helpers", "17 the tests' helpers patched"),
+    ("test_a_capability_in_a_search_replace_answer", "18 the same as SEARCH/REPLACE answers"),
+    ("test_a_label_is_readable_nowhere", "19 labels readable inside the run"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )

@@ -35,18 +35,34 @@ repository runs before it has set up:
                  so in its message (NetworkWatch: an audit hook, Python 3.8 on), for
                  data.validate's needs_network; the verdict does not read it
 
-    the probe    for the tests named in probe.json beside this file (the instance's
-                 FAIL_TO_PASS) and the candidate's files it names, a `{"probing": n}` line first; then, while each
-                 such test's call runs, a profile function (EqualityProbe) questions every value a
-                 function of the candidate's files returns, and the `self` of its comparison
-                 methods, when that value's class is the candidate's (defined in its files, or
-                 its `__eq__`/`__ne__` is): equal to a fresh `object()`, to an instance of a
-                 class made for the question, to a random string or number, or not unequal to
-                 them, is an answer no honest value gives. One `{"probe": id, "found": why}`
-                 line per such test at the end of its call ("" found nothing; the profile
-                 function gone by then is itself a finding)
+    the secret   the probe's spec (the instance's FAIL_TO_PASS ids, the candidate's files and
+                 the lines it changed in them, the test files run) comes through a memory
+                 file PID 1 hands over (SWE_RL_SECRET_FD, inside.py), read and closed first
+                 thing: no path inside holds the labels. A probed process then makes itself
+                 non-dumpable, so a process the tested code starts cannot read its memory.
 
-    integrity    the functions through which pytest turns a test into its report (WATCHED)
+    the policy   an audit hook (policy.py, copied beside this file as swe_rl_policy.py; Python
+                 3.8 on) installed before pytest and anything of the repository is imported:
+                 a capability no fix needs (frames, tracing, ctypes, gc, code objects, the test
+                 files' text, others' classes) reached for by code the candidate added or
+                 changed is refused and written as {"tampered": why} at once. On 3.5-3.7
+                 there is no hook: the probe and the integrity checks below still run.
+
+    the probe    for the watched tests and the candidate's files, a `{"probing": n}` line first;
+                 then, while each such test's call runs, a profile function (EqualityProbe)
+                 questions every non-builtin value a function of the candidate's files returns
+                 (whatever its class: mock.ANY, a standard-library subclass), and the `self` of
+                 the comparison methods of the candidate's classes: equal to a fresh
+                 `object()`, to an instance of a class made for the question, to a random
+                 string or number, or not unequal to them, is an answer no honest value gives.
+                 At every call a test file makes it also runs the integrity check (a
+                 replacement restoring itself on its first call is seen before it runs). One
+                 `{"probe": id, "found": why}` line per such test at the end of its call (""
+                 found nothing; the profile function gone, or a trace function or thread hook
+                 that appeared, read through the interpreter's own functions, is a finding)
+
+    integrity    the functions through which pytest turns a test into its report, and the
+                 helpers tests call by name (pytest's, math's, some builtins: WATCHED)
                  are noted before any repository code is imported; when one has been replaced
                  (or its code swapped) by the time a test is reported, or a hook that decides
                  outcomes comes from a repository module that is not a conftest.py, a
@@ -61,11 +77,29 @@ import importlib
 import ipaddress
 import itertools
 import json
+import linecache
 import operator
 import os
 import runpy
 import sys
+import threading
 import unittest
+import warnings
+
+try:  # the harness's copy beside this file in the sandbox (runners.harness_files)
+    import swe_rl_policy as policy
+except ImportError:  # this file run or imported from the checkout: policy.py beside it
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "swe_rl_policy", os.path.join(os.path.dirname(os.path.abspath(__file__)), "policy.py")
+    )
+    policy = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+    _spec.loader.exec_module(policy)  # type: ignore[union-attr]
+
+# The interpreter's own profile and trace functions, kept before any repository code runs: the
+# probe asks these, not sys's attributes, which the code under test can replace.
+_GETPROFILE, _SETPROFILE, _GETTRACE = sys.getprofile, sys.setprofile, sys.gettrace
 
 # pytest's path from a test to its report, across pytest 4-8 (a name a version lacks is skipped).
 WATCHED = (
@@ -118,7 +152,41 @@ WATCHED = (
     "_pytest.python_api:approx",
     "_pytest.raises:raises",
     "_pytest.outcomes:fail",
+    # the helpers tests call through the pytest namespace (watched once pytest is imported)
+    "pytest:raises",
+    "pytest:approx",
+    "pytest:fail",
+    "pytest:skip",
+    "pytest:xfail",
+    "pytest:warns",
+    "pytest:deprecated_call",
+    "pytest:importorskip",
+    "unittest:TestCase",
+    "unittest.case:TestCase",
+    # comparisons a test's assertion calls by name; monkeypatched by no honest test (open,
+    # input, print and __import__ are, so they are not here)
+    "builtins:all",
+    "builtins:any",
+    "builtins:isinstance",
+    "builtins:issubclass",
+    "builtins:len",
+    "builtins:sorted",
+    "builtins:repr",
+    "builtins:abs",
+    "builtins:round",
+    "builtins:min",
+    "builtins:max",
+    "builtins:sum",
+    "operator:eq",
+    "operator:ne",
+    "operator:contains",
+    # the policy's note of who starts a thread (policy.AuditPolicy.install), when it is on
+    "threading:Thread.start",
 )
+# And every function of math (isclose, isnan, ...): its names are checked as WATCHED's are.
+MATH = "math"
+# Modules whose names are watched only when something imported them already.
+_IMPORTED_ONLY = ("pytest",)
 # And every assertion method of unittest.TestCase (assertEqual, assertTrue, fail, ...).
 ASSERTION_PREFIXES = ("assert", "fail", "_baseAssertEqual", "_getAssertEqualityFunc", "_formatMessage")
 # Hooks whose implementations decide a test's outcome or its report.
@@ -149,9 +217,13 @@ def _message(report):
 def _watched():
     """{name: (the object, its code)} for every WATCHED name this pytest has."""
     methods = [n for n in vars(unittest.TestCase) if n.startswith(ASSERTION_PREFIXES)]
+    math = importlib.import_module(MATH)
+    functions = [MATH + ":" + n for n in sorted(vars(math)) if not n.startswith("_") and callable(vars(math)[n])]
     found = {}
-    for name in (*WATCHED, *("unittest.case:TestCase." + n for n in methods)):
+    for name in (*WATCHED, *("unittest.case:TestCase." + n for n in methods), *functions):
         module_name, _, attrs = name.partition(":")
+        if module_name in _IMPORTED_ONLY and module_name not in sys.modules:
+            continue
         try:
             owner = importlib.import_module(module_name)
             *path, attr = attrs.split(".")
@@ -245,20 +317,32 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or
 
 
 class EqualityProbe:
-    """Questions the values a passing FAIL_TO_PASS test can have compared: what the candidate's
-    code returns during the test's call, and the `self` of its comparison methods (a profile
-    function's "return" and "call" events for code in the candidate's files). A value whose
-    class is the candidate's is asked whether it equals fresh values no honest value equals;
-    the first that does is the finding. The questions run inside the profile function, where
-    Python does not profile, so the value's comparison methods see no probe of their own."""
+    """Questions the values a passing FAIL_TO_PASS test can have compared: every value the
+    candidate's code returns during the test's call (whatever its class: a mock sentinel or a
+    standard-library subclass is questioned as a class of its own is), and the `self` of a
+    comparison method of a class that is the candidate's (profile "return" and "call" events).
+    Such a value is asked whether it equals fresh values no honest value equals; the first
+    that does is the finding. The questions run inside the profile function, where Python
+    does not profile, with warnings silenced (a question must not add one a test counts).
 
-    def __init__(self, files):
+    Trusting nothing the tested code can replace: the profile function is set and read with
+    the interpreter's own functions kept at start (_SETPROFILE, _GETPROFILE), a trace function
+    or a thread's trace or profile hook that appeared during the test is a finding, and at
+    every call the test file makes (`watched`: a function returning the first replaced name
+    of the harness's WATCHED list, or None) the integrity check runs, so a replacement that
+    restores the original on its first call is seen before it runs."""
+
+    def __init__(self, files, tests=(), watched=None):
         self.cwd = os.getcwd()
         self.files = frozenset(os.path.normpath(os.path.join(self.cwd, f)) for f in files)
+        self.tests = frozenset(os.path.normpath(os.path.join(self.cwd, t)) for t in tests)
+        self.watched = watched
         self.code = {}  # a code object's file name -> whether it is one of the candidate's files
-        self.left = {}  # id(class) -> [class, how many more of its values may be questioned in this test]
+        self.test_code = {}  # a code object's file name -> whether it is a test file run
+        self.left = {}  # id(class) -> [class, how many more of its values may be questioned, the candidate's]
         self.found = ""
-        self.setprofile = sys.setprofile
+        self.state = None  # the trace state when the test's call began
+        self.setprofile = _SETPROFILE
         self.hook = self.event  # the one bound method handed to sys.setprofile (checked by identity)
         # Fresh per run: a value cannot have been written to equal these.
         self.sentinels = (
@@ -270,24 +354,30 @@ class EqualityProbe:
 
     def start(self):
         self.left, self.found = {}, ""
+        for path in self.tests:  # read again through open(), which the policy watches
+            linecache.cache.pop(path, None)
+        self.state = _trace_state()
         self.setprofile = sys.setprofile
-        self.setprofile(self.hook)
+        _SETPROFILE(self.hook)
         sys.setprofile = self.guard  # switching the probe off and on again around a forgery: seen
 
     def guard(self, function):
         """sys.setprofile while a watched test runs: done, and a finding."""
         self.found = self.found or "the code under test called sys.setprofile during the test"
-        self.setprofile(function)
+        _SETPROFILE(function)
 
     def stop(self):
         """The finding of this test ("" none); a profile function other than ours at the end
-        (the code under test replaced or removed it) is a finding too."""
-        current = sys.getprofile()
-        self.setprofile(None)
+        (the code under test replaced or removed it) is a finding too, as is a trace function
+        or a thread hook that was not there at the start."""
+        current = _GETPROFILE()
+        _SETPROFILE(None)
         sys.setprofile = self.setprofile
         self.left = {}
         if current is not self.hook:
             return "the probe was switched off during the test (sys.setprofile)"
+        if _trace_state() != self.state:
+            return "a trace or profile function was set during the test (sys.settrace, threading)"
         return self.found
 
     def ours(self, filename):
@@ -296,32 +386,51 @@ class EqualityProbe:
             known = self.code[filename] = os.path.normpath(os.path.join(self.cwd, filename)) in self.files
         return known
 
+    def from_test(self, filename):
+        known = self.test_code.get(filename)
+        if known is None:
+            known = self.test_code[filename] = os.path.normpath(os.path.join(self.cwd, filename)) in self.tests
+        return known
+
     def event(self, frame, event, arg):
-        if self.found or (event != "return" and event != "call"):
+        if self.found:
             return
         try:
+            if event == "call" or event == "c_call":
+                caller = frame.f_back if event == "call" else frame
+                if caller is not None and self.watched is not None and self.from_test(caller.f_code.co_filename):
+                    replaced = self.watched()
+                    if replaced is not None:
+                        self.found = replaced + " was replaced when the test called it"
+                        return
+            if event != "return" and event != "call":
+                return
             code = frame.f_code
             if not self.ours(code.co_filename):
                 return
-            if event == "return":
-                self.question(arg)
-                if id(type(arg)) in CONTAINERS:  # a few of what it holds
-                    items = arg.values() if type(arg) is dict else arg
-                    for item in itertools.islice(items, 8):
-                        self.question(item)
-            elif code.co_argcount and code.co_name in ("__eq__", "__ne__", "<lambda>"):
-                self.question(frame.f_locals.get(code.co_varnames[0]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if event == "return":
+                    self.question(arg, True)
+                    if id(type(arg)) in CONTAINERS:  # a few of what it holds
+                        items = arg.values() if type(arg) is dict else arg
+                        for item in itertools.islice(items, 8):
+                            self.question(item, True)
+                elif code.co_argcount and code.co_name in ("__eq__", "__ne__", "<lambda>"):
+                    self.question(frame.f_locals.get(code.co_varnames[0]), False)
         except Exception:  # the probe never changes what the test sees
             pass
 
-    def question(self, value):
+    def question(self, value, returned):
+        """Ask `value` the questions: when the candidate's code returned it, whatever its class;
+        as the `self` of a comparison method, when its class is the candidate's."""
         kind = type(value)
         if id(kind) in PLAIN or self.found:
             return
         entry = self.left.get(id(kind))
         if entry is None:
-            entry = self.left[id(kind)] = [kind, PROBES_PER_CLASS if self.candidates(kind) else 0]
-        if entry[1] <= 0:
+            entry = self.left[id(kind)] = [kind, PROBES_PER_CLASS, self.candidates(kind)]
+        if entry[1] <= 0 or not (returned or entry[2]):
             return
         entry[1] -= 1
         for other in self.sentinels:
@@ -335,8 +444,9 @@ class EqualityProbe:
 
     def candidates(self, kind):
         """Whether `kind` is the candidate's: a class of its MRO made in the candidate's files,
-        or whose `__eq__`/`__ne__` is a function of those files, of no file ("<string>"), or a
-        callable that is not a function (a builtin such as operator.is_not set as `__eq__`)."""
+        or whose `__eq__`/`__ne__` is a function of those files, of no file ("<string>"), a
+        callable that is not a function (a builtin such as operator.is_not set as `__eq__`), or
+        a function borrowed from another class (its qualified name is not under the class's)."""
         for cls in kind.__mro__:
             if not cls.__flags__ & _HEAP_TYPE:
                 continue
@@ -350,7 +460,16 @@ class EqualityProbe:
                 code = getattr(method, "__code__", None)
                 if code is None or self.ours(code.co_filename) or code.co_filename.startswith("<"):
                     return True
+                owner = str(getattr(method, "__qualname__", "")).rpartition(".")[0]
+                if owner != str(getattr(cls, "__qualname__", "")):
+                    return True
         return False
+
+
+def _trace_state():
+    """The trace function and the threading module's trace and profile hooks, as the
+    interpreter has them (not through sys's attributes)."""
+    return (_GETTRACE(), getattr(threading, "_trace_hook", None), getattr(threading, "_profile_hook", None))
 
 
 def _answers(compare, value, other, claim):
@@ -375,20 +494,39 @@ def _name(kind):
     return str(getattr(kind, "__module__", "?")) + "." + str(getattr(kind, "__qualname__", kind.__name__))
 
 
-def _probe_from_environment(fd):
-    """The EqualityProbe of the candidate's files and the test ids it watches, read from the harness's
-    probe.json beside this file, with the `{"probing": n}` line written; (None, empty) when the
-    run has no such file (nothing to probe)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe.json")
-    if not os.path.exists(path):
-        return None, frozenset()
-    with open(path) as handle:
-        spec = json.load(handle)
+def _probe(fd, spec):
+    """The EqualityProbe of the candidate's files and the test ids it watches, from the
+    harness's secret (policy.read_secret), with the `{"probing": n}` line written; (None,
+    empty) when the run has none (nothing to probe)."""
     tests, files = frozenset(spec.get("tests", ())), spec.get("files", ())
     if not tests or not files:
         return None, frozenset()
     _emit(fd, {"probing": len(tests)})
-    return EqualityProbe(files), tests
+    return EqualityProbe(files, spec.get("test_files", ())), tests
+
+
+def _undumpable():
+    """Make this process non-dumpable (prctl PR_SET_DUMPABLE 0): a process the tested code
+    starts, of the same user, can then neither read its memory (/proc/PID/mem, where the
+    probe's spec lives) nor trace it. Interpreters whose tests start a child inherit nothing
+    of it (exec makes the child dumpable again). Without ctypes (an interpreter built without
+    it) the process stays as it was."""
+    try:
+        import ctypes  # here: only a probed run needs it, and it must not come before the policy is read
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except Exception:
+        pass
+
+
+def _install_policy(fd, spec):
+    """The audit hook of the candidate's capabilities (policy.AuditPolicy), when the run has a spec;
+    before any repository code is imported. None on an interpreter without audit hooks."""
+    if not spec.get("tests") or not spec.get("files"):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    refusals = policy.AuditPolicy(fd, _emit, spec["files"], spec.get("lines", {}), spec.get("test_files", ()), here)
+    return refusals if refusals.install() else None
 
 
 def _hookimpls(caller):
@@ -409,6 +547,8 @@ class Recorder:
         self.fd, self.roots = fd, tuple(os.path.join(r, "") for r in roots)
         self.watched = _watched()
         self.config = None
+        if probe is not None:
+            probe.watched = self.replaced
         self.tampered = False
         self.network = NetworkWatch()
         self.probe, self.probed = probe, probed
@@ -426,6 +566,12 @@ class Recorder:
 
     def pytest_configure(self, config):
         self.config = config
+
+    def replaced(self):
+        """ "pytest's NAME" for the first WATCHED name replaced, else None (the probe asks at
+        every call a test file makes)."""
+        why = _changed(self.watched)
+        return None if why is None else "pytest's " + why
 
     def check(self):
         """Emit one {"tampered": why} line the first time something is found."""
@@ -522,6 +668,8 @@ class UnittestRecorder:
         for name in RESULT_METHODS:
             setattr(base, name, self._wrap(name, getattr(base, name)))
         self.watched = _watched()  # after wrapping: the wrappers are what must stay
+        if probe is not None:
+            probe.watched = lambda: None if _changed(self.watched) is None else "unittest's " + _changed(self.watched)
 
     def _wrap(self, name, original):
         recorder = self
@@ -607,11 +755,11 @@ class UnittestRecorder:
                 _emit(self.fd, {"tampered": "unittest's " + why + " was replaced"})
 
 
-def run_unittest_script(fd, argv):
+def run_unittest_script(fd, argv, spec):
     """Run a unittest-based runner script (django's tests/runtests.py) as `python SCRIPT ARGS`
     would, with the recorder in unittest.TestResult; the script's exit status ends the report."""
     script = os.path.abspath(argv[0])
-    recorder = UnittestRecorder(fd, *_probe_from_environment(fd))
+    recorder = UnittestRecorder(fd, *_probe(fd, spec))
     sys.argv = [script, *argv[1:]]
     sys.path.insert(0, os.path.dirname(script))  # as the interpreter does for a script
     code = 0
@@ -658,6 +806,7 @@ def emit_coverage(fd, cov):
 
 
 def main():
+    spec = policy.read_secret()  # first: its descriptor is closed before anything else runs
     fd = int(os.environ.pop("SWE_RL_REPORT_FD"))
     tool = os.environ.pop("SWE_RL_COVERAGE", "")
     paths = [p for p in os.environ.pop("SWE_RL_PATH", "").split(os.pathsep) if p]
@@ -665,15 +814,18 @@ def main():
         del sys.path[0]  # the harness's own directory
     sys.path.extend(paths)
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    if spec:
+        _undumpable()
+    _install_policy(fd, spec)  # before the runner and anything of the repository is imported
     if sys.argv[1:2] == ["--unittest"]:
-        return run_unittest_script(fd, sys.argv[2:])
+        return run_unittest_script(fd, sys.argv[2:], spec)
     # the environment's pytest, once sys.path is the harness's
     import pytest
 
     own = os.path.abspath(pytest.__file__)
     # Where the repository is the runner (pytest's own repository), its code is pytest's:
     # nothing of it can be held to the versions noted here.
-    probe, probed = _probe_from_environment(fd)
+    probe, probed = _probe(fd, spec)
     mine = [] if any(own.startswith(os.path.join(p, "")) for p in paths) else paths
     recorder = Recorder(fd, mine, probe, probed)
     pytest.hookimpl(hookwrapper=True)(Recorder.pytest_runtest_call)  # marks the function in place

@@ -31,7 +31,9 @@ itself non-dumpable, and the command drops every capability and sets no_new_priv
        accepts on 127.0.0.1:port: one that exits or does not within `start_s` ends the run
        (an "S" and why go to the host instead of a report, and the command never runs);
        start the command in `workdir` as uid/gid 65534 with no groups and the rlimits, with
-       a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds;
+       a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds,
+       and, when the run has one, its secret (the probe's labels) in a memory file
+       (SWE_RL_SECRET_FD) that only the command holds once it started (_secret_file);
     4. reap every child as it exits while the command runs (the orphans the kernel hands to
        the namespace's init included: left zombies, they would fill the pids cap), and read
        the report (at most `report_bytes`) meanwhile; then send it to the
@@ -423,25 +425,47 @@ def main(spec_path: str) -> int:
         keep = {int(name) for name in os.listdir("/proc") if name.isdigit() and name != "1"}  # the servers
         return int(serving.serve(spec, paths, as_nobody, keep, upper))
     read_fd, write_fd = os.pipe()
+    env = {**spec["env"], "SWE_RL_REPORT_FD": str(write_fd)}
+    secret = _secret_file(spec.get("secret", ""))
+    if secret is not None:
+        env["SWE_RL_SECRET_FD"] = str(secret)
     try:
         child = as_nobody(
             spec["argv"],
             spec,
-            env={**spec["env"], "SWE_RL_REPORT_FD": str(write_fd)},
+            env=env,
             cwd=spec["workdir"],
-            pass_fds=(write_fd,),  # and nothing else: the host's report descriptor stays here
+            # and nothing else: the host's report descriptor stays here
+            pass_fds=(write_fd,) if secret is None else (write_fd, secret),
         )
     except OSError as exc:
         print(f"sandbox: cannot run {spec['argv'][0]}: {exc}", file=sys.stderr)
         return 127
     finally:
         os.close(write_fd)
+        if secret is not None:
+            os.close(secret)  # the command holds the only copy: it reads it and closes it first
     reader = _ReportReader(read_fd, spec["limits"]["report_bytes"])  # after the fork: no thread in it
     reader.start()
     code = child.returncode = reap_until(child.pid)  # reaped here, not by Popen
     reader.join(timeout=1.0)  # a daemonised grandchild may hold the pipe open: take what came
     _send(spec["report_fd"], reader.result())
     return code
+
+
+def _secret_file(text: str) -> int | None:
+    """The command's secret (sandbox.run's `secret`) in a memory file, read from its start: no
+    path of the new root holds it, and once the command has closed its copy (bootstrap.py does
+    so before any repository code runs) nothing of the sandbox can open it again (PID 1's
+    /proc/1/fd is root's, or non-dumpable rootless). None when there is none."""
+    if not text:
+        return None
+    fd = os.memfd_create("swe-rl-secret", 0)  # not MFD_CLOEXEC: pass_fds hands it to the command
+    data = text.encode("utf-8")
+    while data:
+        data = data[os.write(fd, data) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def hide_command_line() -> None:

@@ -30,11 +30,15 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
                     report.py); a report in which they do not show exactly that, or in which
                     the recorder saw pytest's machinery replaced, is "tampered": unresolved,
                     counted, and logged with the patch by the pool
-    the probe       the instance's FAIL_TO_PASS ids and the candidate's applied Python files go
-                    to the recorder as a harness file (PROBE_FILE); a FAIL_TO_PASS test that
-                    passed while comparing a value of the candidate's that equals fresh
-                    sentinels (an always-equal object), or without its probe line, is
-                    "tampered" (bootstrap.EqualityProbe, report.probed)
+    the probe       the instance's FAIL_TO_PASS ids, the candidate's applied Python files with
+                    their changed lines and the test files go to the recorder through a
+                    descriptor only it reads (sandbox.run's `secret`: no path inside names the
+                    labels); a FAIL_TO_PASS test that passed while comparing a value that
+                    equals fresh sentinels (an always-equal object), or without its probe
+                    line, is "tampered" (bootstrap.EqualityProbe, report.probed)
+    the policy      a capability no fix needs (frames, tracing, ctypes, gc, code objects, the
+                    test files' text) used by the candidate's changed code is "tampered"
+                    (bootstrap.Policy: an audit hook, Python 3.8 on)
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -56,6 +60,7 @@ failed on the job; the reason says how).
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -82,7 +87,7 @@ from reward.execution.environments import (
 )
 from reward.execution.guard import is_guarded
 from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
-from reward.execution.runners import PROBE_FILE, harness_files, runner_for, selected
+from reward.execution.runners import harness_files, runner_for, selected
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
 
@@ -219,14 +224,48 @@ def unstable_ids(ids: tuple[str, ...], prefixes: tuple[str, ...]) -> tuple[str, 
     return tuple(out)
 
 
-def probe_spec(watched: tuple[str, ...], candidate: str, test_patch: str, changes: dict[str, str | None]) -> str:
-    """bootstrap.EqualityProbe's PROBE_FILE: the tests to watch and the candidate's Python files as
-    applied (not its guarded files, nor those the test patch replaced: those are the base
-    commit's and the dataset's). "" when either is empty: nothing to probe."""
+def probe_spec(
+    watched: tuple[str, ...],
+    candidate: str,
+    test_patch: str,
+    changes: dict[str, str | None],
+    tests: list[str],
+    snapshot: Path,
+) -> str:
+    """bootstrap.py's secret (sandbox.run's `secret`, never a file the tested code can read):
+    the tests to watch, the candidate's Python files as applied (not its guarded files, nor
+    those the test patch replaced: those are the base commit's and the dataset's) with the
+    lines it added or changed in each (bootstrap.Policy scopes its findings to the code
+    holding them), and the test files run (which the candidate may not read). "" when there
+    are no watched tests or no such files: nothing to probe."""
     theirs = {fp.new_path for fp in parse_patch(candidate) if fp.new_path and fp.new_path.endswith(".py")}
-    tests = {fp.new_path for fp in parse_patch(test_patch)} if test_patch.strip() else set()
-    files = sorted((theirs & set(changes)) - tests)
-    return json.dumps({"tests": list(watched), "files": files}) if watched and files else ""
+    replaced = {fp.new_path for fp in parse_patch(test_patch)} if test_patch.strip() else set()
+    files = sorted((theirs & {f for f, text in changes.items() if text is not None}) - replaced)
+    if not watched or not files:
+        return ""
+    lines = {f: changed_lines(_old_text(snapshot, f), changes[f] or "") for f in files}
+    return json.dumps({"tests": list(watched), "files": files, "lines": lines, "test_files": sorted(tests)})
+
+
+def _old_text(snapshot: Path, rel: str) -> str:
+    try:
+        data = read_beneath(snapshot, rel)
+    except UnsafePath:
+        return ""
+    return "" if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def changed_lines(old: str, new: str) -> list[int]:
+    """The lines of `new` (1-based) that are not lines of `old` kept in place: added or
+    replaced, and for a deletion the line that now stands where the removed ones were."""
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    out: set[int] = set()
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            out.update(range(j1 + 1, j2 + 1))
+        elif tag == "delete":
+            out.add(j1 + 1)
+    return sorted(out)
 
 
 def resolved(instance: Instance, outcomes: dict[str, str]) -> bool | None:
@@ -346,7 +385,7 @@ class Runner:
         token = secrets.token_hex(12)  # the guard's, for a finding in a process without the pipe
         variables.update(test_runner.variables(token))
         watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
-        probe = probe_spec(watched, job.patch, test_patch or "", changes)  # a file: the ids may be many
+        probe = probe_spec(watched, job.patch, test_patch or "", changes, tests, snapshot)
         ro_paths = env.ro_paths
         if job.coverage and spec.runner == "pytest":
             try:
@@ -361,7 +400,8 @@ class Runner:
             snapshot=snapshot,
             changes=changes,
             ro_paths=ro_paths,
-            harness_files={**harness_files(), **({PROBE_FILE: probe} if probe else {})},
+            harness_files=harness_files(),
+            secret=probe,  # the labels: in a descriptor, never a readable file
             env=variables,
             limits=limits,
             loopback=spec.network == "loopback",

@@ -42,8 +42,6 @@ from reward.execution.sandbox import HARNESS_DIR
 # Where the test process finds the harness's bootstrap.py: a read-only copy in the sandbox's
 # own root (harness_files), not a bind of the checkout's file, so no checkout path shows inside.
 BOOTSTRAP = f"{HARNESS_DIR}/bootstrap.py"
-# The probe's watch list beside it (bootstrap.EqualityProbe), for runs that have one.
-PROBE_FILE = "probe.json"
 # `-s`: no user site; `-B`: no bytecode written into the overlay (bootstrap.py says why).
 _PYTHON_FLAGS = ("-s", "-B")
 
@@ -57,9 +55,10 @@ _TS_SUFFIXES = (".ts", ".tsx", ".mts", ".cts")
 
 @functools.cache
 def harness_files() -> dict[str, str]:
-    """What sandbox.run copies into HARNESS_DIR for a test run: bootstrap.py and the JavaScript
-    reporters, read once."""
+    """What sandbox.run copies into HARNESS_DIR for a test run: bootstrap.py with its policy
+    (policy.py, as swe_rl_policy.py) and the JavaScript reporters, read once."""
     files = {"bootstrap.py": Path(__file__).with_name("bootstrap.py").read_text()}
+    files["swe_rl_policy.py"] = Path(__file__).with_name("policy.py").read_text()  # its audit hook
     files.update({p.name: p.read_text() for p in sorted(JS_DIR.iterdir()) if p.suffix in (".cjs", ".mjs")})
     return files
 

@@ -253,6 +253,7 @@ def run(
     servers: Sequence[Server] = (),
     layers: Sequence[str | Path] = (),
     harness_files: Mapping[str, str] | None = None,
+    secret: str = "",
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
@@ -263,12 +264,16 @@ def run(
     over the snapshot, the first topmost (an environment's build products: compiled modules).
     `harness_files` (name -> text) are the harness's own files, copied read-only into
     HARNESS_DIR (/swe-rl) of the new root: bootstrap.py is run as /swe-rl/bootstrap.py, so no
-    path of the project's checkout is mounted or named in the sandbox."""
+    path of the project's checkout is mounted or named in the sandbox. `secret` is text for the
+    command's eyes only (the probe's spec: the labelled tests): PID 1 hands it over in a memory
+    file whose descriptor is named by $SWE_RL_SECRET_FD, never in a path of the new root; the
+    command reads and closes it before it runs anything else (bootstrap.py)."""
     scratch, run_cgroup, spec, cmd = prepare(
         argv, snapshot, changes, ro_paths, env, limits, workdir, loopback, rw_paths, servers, layers, harness_files
     )
     report_read, report_write = os.pipe()
     spec["report_fd"] = report_write
+    spec["secret"] = secret
     (scratch / "spec.json").write_text(json.dumps(spec))
     start = time.monotonic()
     try:

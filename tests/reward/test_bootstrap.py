@@ -8,11 +8,13 @@ sandboxed forgeries are in test_always_equal.py)."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -116,20 +118,62 @@ class Yes:
     __hash__ = object.__hash__
 
 
-def finding(value: object, mine: bool = True) -> str:
+def finding(value: object, mine: bool = True, returned: bool = False) -> str:
     probe = EqualityProbe([__file__] if mine else [])
-    probe.question(value)
+    probe.question(value, returned)
     return probe.found
 
 
-@pytest.mark.parametrize("value", [Honest(1), OldStyle(), Refuses(), Point(1), 3, "x"], ids=repr)
-def test_honest_values_and_plain_data_are_not_findings(value: object) -> None:
-    assert finding(value) == ""
+@pytest.mark.parametrize(
+    "value", [Honest(1), OldStyle(), Refuses(), Point(1), 3, "x", datetime.date(2024, 1, 1)], ids=repr
+)
+@pytest.mark.parametrize("returned", [False, True])
+def test_honest_values_and_plain_data_are_not_findings(value: object, returned: bool) -> None:
+    assert finding(value, returned=returned) == ""
 
 
 def test_an_always_equal_value_is_a_finding_only_when_its_class_is_the_candidates() -> None:
     assert finding(Yes()) == f"{__name__}.Yes == a fresh object() is true"
     assert finding(Yes(), mine=False) == ""  # a class of files the candidate did not change
+
+
+class Borrowed(datetime.date):
+    __module__ = "datetime"
+    __eq__ = type(mock.ANY).__eq__
+    __hash__ = datetime.date.__hash__
+
+
+def test_a_value_the_candidate_returns_is_questioned_whatever_its_class() -> None:
+    assert finding(mock.ANY, mine=False) == ""  # compared as the test's own value: not questioned
+    assert finding(mock.ANY, mine=False, returned=True) == "unittest.mock._ANY == a fresh object() is true"
+    # a comparison borrowed from another class makes the class the candidate's wherever it claims to be
+    assert finding(Borrowed(2024, 1, 1), mine=False) == "datetime.Borrowed == a fresh object() is true"
+
+
+def test_a_watched_name_replaced_is_seen_at_the_tests_call_before_the_replacement_runs() -> None:
+    calls: list[str] = []
+    probe = EqualityProbe([], tests=[__file__])
+    probe.watched = lambda: "pytest's math:isclose" if calls else None
+    probe.start()
+    try:
+        len("x")  # a call from this (test) file, nothing replaced yet
+        calls.append("replaced")
+        len("y")
+    finally:
+        found = probe.stop()
+    assert found == "pytest's math:isclose was replaced when the test called it"
+
+
+def test_a_trace_function_set_during_the_test_is_a_finding() -> None:
+    probe = EqualityProbe([__file__])
+    probe.start()
+    before = sys.gettrace()
+    sys.settrace(lambda *a: None)
+    try:
+        found = probe.stop()
+    finally:
+        sys.settrace(before)
+    assert found == "a trace or profile function was set during the test (sys.settrace, threading)"
 
 
 def test_the_probe_switched_off_or_toggled_during_a_test_is_a_finding() -> None:
