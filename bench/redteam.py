@@ -33,7 +33,12 @@ ATTACKS = (  # also run against an older harness (--against)
     "tests/actors/test_ood_forgery.py",  # the out-of-domain graders, through their public API
     "tests/reward/test_always_equal.py",  # always-equal values in passing tests (the recorder's probe)
 )
-NEW_CODE = ("tests/data/test_paths.py", "tests/reward/test_report.py", "tests/actors/test_test_pool.py")
+NEW_CODE = (
+    "tests/data/test_paths.py",
+    "tests/reward/test_report.py",
+    "tests/actors/test_test_pool.py",
+    "tests/reward/test_screen.py",  # the static screen: an attack per rule, through every place that judges
+)
 FILES = (*ATTACKS, *NEW_CODE)
 # Files of which only these tests are attacks (the rest test other duties); each runs by its node id.
 SELECTED = {
@@ -60,6 +65,7 @@ NOT_ATTACKS = (
     "test_a_session_that_ran",
     "test_a_killed_runner",
     "test_the_gold_patch_under_every_style",
+    "test_the_screen",
 )
 # Test function name (a prefix) -> class of attack (docs/security.md's numbering).
 CLASSES = (
@@ -104,6 +110,7 @@ CLASSES = (
     ("test_a_folder_removed_whole", "13 session patch not its tree"),
     ("test_a_name_a_diff_cannot_carry", "13 session patch not its tree"),
     ("test_a_replayed_session", "13 session patch not its tree"),
+    ("test_a_screened", "14 static screen: capabilities no fix needs"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )

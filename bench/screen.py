@@ -13,8 +13,9 @@ Sources that are absent are skipped with a line saying so.
 
 Prints the patches screened per source, the findings per rule (each false alarm with its rule,
 file and line under --show), and the speed: patches per second over the whole set, the best
-of `--repeat` passes (one process, one core), against the same passes of a plain split of each
-patch into lines (the floor any screen pays), as a ratio. The last line reads
+of `--repeat` passes (one process, one core), against the same passes of what every judged
+candidate pays anyway: parsing it (data.patching.parse_patch for a patch, reward.parse's
+parse_output for an answer), as a ratio. The last line reads
 `screen: N patches, F false alarms, P patches/s`.
 """
 
@@ -32,8 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from data.demo import DEMO_SETS, load_demo_rows  # noqa: E402
+from data.patching import PatchError, parse_patch  # noqa: E402
 from data.schema import files_to_dict  # noqa: E402
 from reward.oracle import OracleAnswerError, oracle_answer  # noqa: E402
+from reward.parse import Rejected, parse_output  # noqa: E402
 from reward.screen import RULES, Finding, screen_answer, screen_patch  # noqa: E402
 
 Item = tuple[str, str, Callable[[str], tuple[Finding, ...]]]  # (source, text, screen)
@@ -81,6 +84,14 @@ def items(data: Path) -> Iterator[Item]:
         print(f"skipped: {requests} is absent")
 
 
+def _parse(text: str, screen: Callable[[str], tuple[Finding, ...]]) -> object:
+    """The baseline: the parse every judged candidate goes through anyway."""
+    try:
+        return parse_patch(text) if screen is screen_patch else parse_output(text)
+    except (PatchError, Rejected):
+        return None
+
+
 def _best(passes: int, work: Callable[[], object]) -> float:
     best = float("inf")
     for _ in range(passes):
@@ -110,12 +121,12 @@ def main() -> int:
             print(f"  {source}: {f}")
     chars = sum(len(text) for _, text, _ in todo)
     screened = _best(args.repeat, lambda: [screen(text) for _, text, screen in todo])
-    split = _best(args.repeat, lambda: [text.splitlines() for _, text, _ in todo])
+    parsed = _best(args.repeat, lambda: [_parse(text, screen) for _, text, screen in todo])
     rate = len(todo) / screened
     print(
         f"\nspeed: {len(todo)} patches ({chars / 1e6:.2f} M characters) in {screened * 1e3:.0f} ms: "
         f"{rate:.0f} patches/s, {screened / len(todo) * 1e3:.2f} ms per patch; "
-        f"{screened / split:.0f}x a plain split into lines"
+        f"{screened / parsed:.1f}x parsing them"
     )
     print(f"screen: {len(todo)} patches, {len(findings)} false alarms, {rate:.0f} patches/s")
     return 0 if not findings else 1

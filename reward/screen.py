@@ -216,8 +216,9 @@ RULES: tuple[Rule, ...] = (
           r"\b(Runner|Runnable|Mocha|Suite|Hook)\s*\.\s*prototype\b|(?<![\w$.])Mocha\s*\.\s*\w+"
           r"|\b(require|import)\s*\(\s*'(" + _JS_TEST_PACKAGES + r")(/[\w./-]*)?'\s*\)"
           r"|\bfrom\s+'(" + _JS_TEST_PACKAGES + r")(/[\w./-]*)?'"
-          r"|\.\s*result\s*\.\s*(state|errors)" + _NOT_EQ + r"|\bswe[-_]rl\b",
-          "the runner's prototypes, state and packages from library code: what decides a test's outcome"),
+          r"|\.\s*result\s*\.\s*(state|errors)" + _NOT_EQ + r"|\bswe[-_]rl\b"
+          r"|\bv8\s*\.\s*(serialize|Serializer|DefaultSerializer)\b|\bserialize\b[^}\n]*\}\s*=\s*require\s*\(\s*'(node:)?v8'",
+          "the runner's prototypes, state, packages and protocol (node's: v8-serialized events) from library code"),
     _rule("js-under-test", "js", "framework",
           r"\b(JEST_WORKER_ID|VITEST\w*|NODE_TEST_CONTEXT|MOCHA_\w+|__vitest\w*|__jest\w*)\b",
           "code that behaves differently under the tests than in use"),
@@ -258,8 +259,10 @@ _JS_REGEX = re.compile(r"(?:[^\\/\n\[]|\\.|\[(?:[^\\\]\n]|\\.)*\])*/[a-z]*")
 
 
 def _literal(body: str, fields: bool) -> str:
-    if fields:  # an f-string or a template: its expressions are code
-        return "'' (" + " ; ".join(f.replace("\n", " ") for f in _FIELDS.findall(body)) + ")"
+    """A literal's view: an f-string's or a template's expressions are code; a name-like literal
+    (`'exit'`, `f'_getframe'`, a template without expressions) is kept; any other is `''`."""
+    if fields and (expressions := _FIELDS.findall(body)):
+        return "'' (" + " ; ".join(e.replace("\n", " ") for e in expressions) + ")"
     return f"'{body}'" if _KEEP.fullmatch(body) else "''"
 
 
