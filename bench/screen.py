@@ -16,7 +16,8 @@ file and line under --show), and the speed: patches per second over the whole se
 of `--repeat` passes (one process, one core), against the same passes of what every judged
 candidate pays anyway: parsing it (data.patching.parse_patch for a patch, reward.parse's
 parse_output for an answer), as a ratio. The last line reads
-`screen: N patches, F false alarms, P patches/s`.
+`screen: N patches, F false alarms, P patches/s`. Before it, the seconds of three hostile 1 MB
+lines (the screen's work is linear in the text).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +42,13 @@ from reward.parse import Rejected, parse_output  # noqa: E402
 from reward.screen import RULES, Finding, screen_answer, screen_patch  # noqa: E402
 
 Item = tuple[str, str, Callable[[str], tuple[Finding, ...]]]  # (source, text, screen)
+# One added line each, built to make a backtracking pattern quadratic (each took minutes before
+# the scans were bounded).
+HOSTILE = {
+    "`open(` x 200,000": "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n+" + "open(" * 200_000 + "\n",
+    "`a.` x 500,000": "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n+" + "a." * 500_000 + "\n",
+    "`Object.assign(` x 70,000": "--- a/a.js\n+++ b/a.js\n@@ -1 +1 @@\n+" + "Object.assign(" * 70_000 + "\n",
+}
 
 
 def _answer(context: dict[str, str], new: dict[str, str]) -> str | None:
@@ -128,6 +137,9 @@ def main() -> int:
         f"{rate:.0f} patches/s, {screened / len(todo) * 1e3:.2f} ms per patch; "
         f"{screened / parsed:.1f}x parsing them"
     )
+    for name, hostile in HOSTILE.items():  # the cost grows with the text, never faster
+        seconds = _best(1, partial(screen_patch, hostile))
+        print(f"hostile: {name} ({len(hostile) / 1e6:.1f} M characters): {seconds:.2f} s")
     print(f"screen: {len(todo)} patches, {len(findings)} false alarms, {rate:.0f} patches/s")
     return 0 if not findings else 1
 

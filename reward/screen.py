@@ -343,7 +343,12 @@ _JS_SPELLINGS = (
 )
 
 
+_TRIGGERS = {"python": ("attr", "vars", "__dict__"), "js": ("Reflect", "[")}  # no spelling applies without one
+
+
 def _normalise(text: str, lang: str) -> str:
+    if not any(word in text for word in _TRIGGERS[lang]):
+        return text
     for pattern, spelling in _PY_SPELLINGS if lang == "python" else _JS_SPELLINGS:
         text = pattern.sub(spelling, text)
     return text
