@@ -37,9 +37,11 @@ match starts on.
 Which files. A file is screened unless it is a test module (`data.git.diffs.is_test_path`:
 test folders and test file names, the same rule that keeps tests out of an instance's oracle
 patch): tests use `mock.ANY`, hooks and frames for good reasons, and the runner does not
-apply a candidate's test modules anyway (reward/execution/guard.py). A file inside a test
-framework's own package (`_pytest/`, `pluggy/`, ...: the repository IS the framework, as
-pytest's SWE-bench instances are) is exempt from the rules of the `framework` group only.
+apply a candidate's test modules anyway (reward/execution/guard.py). A file of a test
+framework's own package at the top of the repository (`_pytest/...`, `src/_pytest/...`,
+`pluggy/`, ...: the repository IS the framework, as pytest's SWE-bench instances are) is exempt
+from the rules of the `framework` group only; a folder of that name deeper down is not (a
+candidate could make one to hide in).
 
 What a finding scores, in every reward kind. A finding makes a test run `tampered` (status
 and reason, runner.Runner.run) and makes the reward of the answer or patch -1 in every kind,
@@ -75,9 +77,10 @@ from data.git.diffs import JS_EXTENSIONS, is_test_path
 from reward.parse import Edit, Rejected, parse_output
 
 PY_EXTENSIONS = frozenset({".py", ".pyi", ".pyx", ".pxd"})
-# Packages of test frameworks: a file inside one is the framework's own code (exempt from the
-# `framework` rules only).
+# Packages of test frameworks: a file of one, at the top of the repository or under its source
+# folder, is the framework's own code (exempt from the `framework` rules only).
 FRAMEWORK_PACKAGES = frozenset({"_pytest", "pytest", "pluggy", "unittest", "mock", "jest", "mocha", "vitest"})
+_SOURCE_FOLDERS = frozenset({"src", "lib", "packages"})
 _SHOWN_CHARS = 120  # an added line quoted in a finding is cut to this
 
 
@@ -363,8 +366,9 @@ def _screen_lines(path: str, lines: list[str], added: list[bool], first: int) ->
     lang = language(path)
     if lang is None or not any(added):
         return []
-    folders = set(PurePosixPath(path).parts[:-1])
-    rules = [r for r in _BY_LANGUAGE[lang] if r.group != "framework" or not folders & FRAMEWORK_PACKAGES]
+    folders = PurePosixPath(path).parts[:-1]
+    own = folders[:1] if folders[:1] and folders[0] not in _SOURCE_FOLDERS else folders[1:2]
+    rules = [r for r in _BY_LANGUAGE[lang] if r.group != "framework" or not set(own) & FRAMEWORK_PACKAGES]
     shown = view("".join(lines), lang)
     found: list[Finding] = []
     k = 0

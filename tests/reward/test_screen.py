@@ -266,6 +266,9 @@ def test_the_screen_leaves_a_frameworks_own_files_to_the_capability_rules():
     assert screen_patch(_patch("src/_pytest/nodes.py", internals, "def f():")) == ()
     frames = screen_patch(_patch("src/_pytest/nodes.py", "    return sys._getframe(1)", "def f():"))
     assert [f.rule for f in frames] == ["py-frames"]
+    assert screen_patch(_patch("_pytest/python_api.py", internals, "def f():")) == ()
+    hidden = screen_patch(_patch("mylib/mock/values.py", internals, "def f():"))  # a folder made to hide in
+    assert {f.rule for f in hidden} == {"py-test-framework", "py-mock-any"}
 
 
 def test_the_screen_knows_strings_and_comments_opened_before_the_added_lines():
