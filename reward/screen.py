@@ -445,8 +445,8 @@ def screen_answer(output: str) -> tuple[Finding, ...]:
 
 
 def describe(findings: Iterable[Finding]) -> str:
-    """One line for a verdict's reason or a reward's error: the first findings, by rule."""
+    """One line for a verdict's reason (status `tampered`) or, after "tampered: ", a reward's error."""
     items = list(findings)
     shown = "; ".join(str(f) for f in items[:3])
     more = f" (and {len(items) - 3} more)" if len(items) > 3 else ""
-    return f"tampered: static screen: {shown}{more}"
+    return f"static screen: {shown}{more}"

@@ -25,7 +25,7 @@ def _why(run: Any) -> str | None:
 
 def screened(findings: tuple[Finding, ...]) -> RewardResult:
     """The reward of an answer or patch with static-screen findings: -1, every kind."""
-    return RewardResult(-1.0, describe(findings), True, False, False)
+    return RewardResult(-1.0, f"tampered: {describe(findings)}", True, False, False)
 
 
 def tests_reward(run: Any) -> RewardResult:

@@ -351,5 +351,5 @@ def test_a_screened_patch_is_tampered_by_the_runner_before_anything_runs(instanc
     path, first = _edit_of(instance)
     run = Runner(ExecutionConfig(cache_dir=str(tmp_path))).run(TestJob(instance, _patch(path, FORGERY, first), "j"))
     assert run.status == "tampered" and run.resolved is False and run.seconds == 0.0
-    assert (run.reason or "").startswith("tampered: static screen: py-frames at " + path)
+    assert (run.reason or "").startswith("static screen: py-frames at " + path)
     assert not any(tmp_path.iterdir())  # no snapshot, no environment: nothing was prepared
