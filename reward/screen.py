@@ -37,7 +37,8 @@ match starts on.
 Which files. A file is screened unless it is a test module (`data.git.diffs.is_test_path`:
 test folders and test file names, the same rule that keeps tests out of an instance's oracle
 patch): tests use `mock.ANY`, hooks and frames for good reasons, and the runner does not
-apply a candidate's test modules anyway (reward/execution/guard.py). A file of a test
+apply a candidate's test modules (reward/execution/guard.py; a helper in a test folder that it
+does apply is left to the run-time layers). A file of a test
 framework's own package at the top of the repository (`_pytest/...`, `src/_pytest/...`,
 `pluggy/`, ...: the repository IS the framework, as pytest's SWE-bench instances are) is exempt
 from the rules of the `framework` group only; a folder of that name deeper down is not (a
@@ -54,7 +55,7 @@ answer of every kind; (3) like a malformed output, it is a break of the task's c
 the scorer sees in the text alone, with no run: the format failure's value is the natural
 one. The cost of a false alarm is then the largest penalty, which is why the rules are
 measured against every gold and officially resolved patch at hand (bench/screen.py,
-docs/benchmarks.md "Static screening": 0 false alarms) and kept narrow.
+docs/benchmarks.md "Static screening on real fixes": 0 false alarms) and kept narrow.
 
 This is a cheap first layer, not a proof: code can reach a capability by a name it builds at
 run time (`getattr(sys, '_get' + 'frame')`). The run-time layers (the audit hook and probe of
