@@ -56,12 +56,12 @@ class _RunsTests(RewardKind):
         for i, ((instance, created, _), output) in enumerate(items):
             try:
                 edits = parse_output(output)
+                if findings := screen_edits(edits):  # refused before any run (reward/screen.py)
+                    results[i] = screened(findings)
+                    continue
                 applied = apply_edits(instance.code_context, edits)
             except Rejected as rejected:
                 results[i] = RewardResult(-1.0, rejected.reason, rejected.format_ok, resolved=False)
-                continue
-            if findings := screen_edits(edits):  # refused before any run (reward/screen.py)
-                results[i] = screened(findings)
                 continue
             patch = files_patch(instance.code_context, applied.new_content, created)
             runs[i] = self.pool.run.remote(TestJob(instance, patch, job_id=str(i)))
