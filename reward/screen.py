@@ -32,7 +32,9 @@ therefore not a finding; `getattr(sys, '_getframe')` is. `setattr(x, 'a', v)`,
 `object.__setattr__(x, 'a', v)`, `x.__dict__['a'] = v` and (JavaScript) `x['a']` are read as
 `x.a = v` / `x.a`, so one pattern covers the spellings. A run of consecutive added lines is
 screened as one text (a call split over lines still matches); a finding names the line its
-match starts on.
+match starts on. A rule that also matches the lines the same hunk (or edit) removes is the
+file's own use of that capability, changed (`sys._getframe(1)` made `sys._getframe(2)`), and
+is not a finding there: a repository that reads frames can still be fixed.
 
 Which files. A file is screened unless it is a test module (`data.git.diffs.is_test_path`:
 test folders and test file names, the same rule that keeps tests out of an instance's oracle
@@ -361,15 +363,19 @@ def _normalise(text: str, lang: str) -> str:
 # ---------------------------------------------------------------- screening
 
 
-def _screen_lines(path: str, lines: list[str], added: list[bool], first: int) -> list[Finding]:
+def _screen_lines(path: str, lines: list[str], added: list[bool], first: int, removed: str = "") -> list[Finding]:
     """Findings in the added lines of one chunk of a file (`lines`, with context; `first`: the
-    number of its first line)."""
+    number of its first line). A rule that also matches the chunk's `removed` text (the lines
+    its change takes out) is the file's own use of that capability, changed, not a new one."""
     lang = language(path)
     if lang is None or not any(added):
         return []
     folders = PurePosixPath(path).parts[:-1]
     own = folders[:1] if folders[:1] and folders[0] not in _SOURCE_FOLDERS else folders[1:2]
     rules = [r for r in _BY_LANGUAGE[lang] if r.group != "framework" or not set(own) & FRAMEWORK_PACKAGES]
+    if removed:
+        before = "\n".join(_normalise(line, lang) for line in view(removed, lang))
+        rules = [r for r in rules if not r.pattern.search(before)]
     shown = view("".join(lines), lang)
     found: list[Finding] = []
     k = 0
@@ -393,36 +399,44 @@ def _screen_lines(path: str, lines: list[str], added: list[bool], first: int) ->
     return found
 
 
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
 def screen_patch(patch: str) -> tuple[Finding, ...]:
     """Findings in the lines a unified diff adds (module docstring). Lenient: whatever the
-    text, it returns; a line that is not in a hunk is not read."""
+    text, it returns. A hunk's lines are counted by its header, as `git apply` reads them, so an
+    added line that looks like a header (`++ b/README.md` is Python) stays in its file."""
     found: list[Finding] = []
     path: str | None = None
-    chunk: list[str] = []
-    added: list[bool] = []
-    first = 1
-
-    def flush() -> None:
-        if path is not None and chunk:
-            found.extend(_screen_lines(path, chunk, added, first))
-        chunk.clear()
-        added.clear()
-
-    for line in patch.splitlines(keepends=True):
+    lines = iter(patch.splitlines(keepends=True))
+    for line in lines:
         if line.startswith("+++ "):
-            flush()
             name = line[4:].split("\t", 1)[0].strip()
             path = None if name == "/dev/null" else name[2:] if name.startswith("b/") else name
-        elif line.startswith("@@"):
-            flush()
-            m = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)", line)
-            first = int(m.group(1)) if m else 1
-        elif line.startswith("diff --git ") or line.startswith("--- "):
-            flush()
-        elif line[:1] in ("+", " ") and path is not None:
-            chunk.append(line[1:])
-            added.append(line[0] == "+")
-    flush()
+            continue
+        m = _HUNK.match(line)
+        if m is None or path is None:
+            continue
+        old_left = int(m.group(1)) if m.group(1) is not None else 1
+        new_left = int(m.group(3)) if m.group(3) is not None else 1
+        chunk: list[str] = []
+        added: list[bool] = []
+        removed: list[str] = []
+        while old_left > 0 or new_left > 0:
+            body = next(lines, None)
+            if body is None or body[:1] not in (" ", "+", "-", "\n", "\\"):
+                break
+            tag, text = (" ", "\n") if body == "\n" else (body[0], body[1:])
+            if tag == "\\":  # "\ No newline at end of file"
+                continue
+            old_left -= tag in (" ", "-")
+            new_left -= tag in (" ", "+")
+            if tag == "-":
+                removed.append(text)
+            else:
+                chunk.append(text)
+                added.append(tag == "+")
+        found.extend(_screen_lines(path, chunk, added, int(m.group(2)), "".join(removed)))
     return tuple(found)
 
 
@@ -431,9 +445,11 @@ def screen_edits(edits: Mapping[str, Iterable[Edit]]) -> tuple[Finding, ...]:
     found: list[Finding] = []
     for path, path_edits in edits.items():
         for search, replace in path_edits:
-            before = {line.strip() for line in search.splitlines()}
+            before = {line.strip() for line in search.split("\n")}
+            after = {line.strip() for line in replace.split("\n")}
             lines = [line + "\n" for line in replace.split("\n")]
-            found.extend(_screen_lines(path, lines, [line.strip() not in before for line in lines], 1))
+            removed = "\n".join(line for line in search.split("\n") if line.strip() not in after)
+            found.extend(_screen_lines(path, lines, [line.strip() not in before for line in lines], 1, removed))
     return tuple(found)
 
 

@@ -261,6 +261,24 @@ def test_the_screen_reads_only_added_lines_of_non_test_files():
     assert screen_edits(same) == ()
 
 
+def test_the_screen_lets_a_fix_change_a_line_that_already_used_the_capability():
+    changed = "--- a/pkg/log.py\n+++ b/pkg/log.py\n@@ -3,1 +3,1 @@\n-    caller = sys._getframe(1)\n+    caller = sys._getframe(2)\n"
+    assert screen_patch(changed) == ()
+    moved = "--- a/pkg/log.py\n+++ b/pkg/log.py\n@@ -3,2 +3,2 @@\n-    x = 1\n+    x = sys._getframe(1)\n     caller = sys._getframe(2)\n"
+    assert [f.rule for f in screen_patch(moved)] == ["py-frames"]  # context is not removed
+    edit = {"pkg/log.py": [("    caller = sys._getframe(1)", "    caller = sys._getframe(2)")]}
+    assert screen_edits(edit) == ()
+    beside = {
+        "pkg/log.py": [("    caller = sys._getframe(1)", "    caller = sys._getframe(1)\n    return caller.f_locals")]
+    }
+    assert [f.rule for f in screen_edits(beside)] == ["py-frames"]  # kept, not removed: the new line is new
+
+
+def test_a_screened_line_that_looks_like_a_header_stays_in_its_file():
+    hidden = "--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1,1 +1,3 @@\n x = 1\n+++ b/README.md\n+import ctypes\n"
+    assert [(f.rule, f.path, f.line) for f in screen_patch(hidden)] == [("py-ctypes", "pkg/core.py", 3)]
+
+
 def test_the_screen_leaves_a_frameworks_own_files_to_the_capability_rules():
     internals = "    from _pytest.pathlib import Path\n    return mock.ANY"
     assert screen_patch(_patch("src/_pytest/nodes.py", internals, "def f():")) == ()
