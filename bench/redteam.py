@@ -35,7 +35,12 @@ ATTACKS = (  # also run against an older harness (--against)
     "tests/reward/test_env_leaks.py",  # the repository's own release, host paths in manifests
     "tests/reward/test_capabilities.py",  # capabilities refused by policy, the probe without trust, the labels
 )
-NEW_CODE = ("tests/data/test_paths.py", "tests/reward/test_report.py", "tests/actors/test_test_pool.py")
+NEW_CODE = (
+    "tests/data/test_paths.py",
+    "tests/reward/test_report.py",
+    "tests/actors/test_test_pool.py",
+    "tests/reward/test_screen.py",  # the static screen: an attack per rule, through every place that judges
+)
 FILES = (*ATTACKS, *NEW_CODE)
 # Files of which only these tests are attacks (the rest test other duties); each runs by its node id.
 SELECTED = {
@@ -72,6 +77,7 @@ NOT_ATTACKS = (
     "test_a_killed_runner",
     "test_the_gold_patch_under_every_style",
     "test_the_gold_patch_resolves_under_every_style",
+    "test_the_screen",
 )
 # Test function name (a prefix) -> class of attack (docs/security.md's numbering).
 CLASSES = (
@@ -126,6 +132,7 @@ CLASSES = (
     ("test_a_capability_patching_the_tests_helpers", "17 the tests' helpers patched"),
     ("test_a_capability_in_a_search_replace_answer", "18 the same as SEARCH/REPLACE answers"),
     ("test_a_label_is_readable_nowhere", "19 labels readable inside the run"),
+    ("test_a_screened", "21 static screen: capabilities no fix needs"),
     ("test_held_defences", "held: defences that held before"),
     ("", "held: defences that held before"),  # test_containment's and the rest
 )

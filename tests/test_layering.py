@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "reward.patches",
             "reward.rerank",
             "reward.score",
+            "reward.screen",
             "reward.similarity",
             "reward.spec",
             "reward.workers",

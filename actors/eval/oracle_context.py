@@ -57,7 +57,9 @@ from reward import OracleAnswerError, oracle_answer, oracle_diffs, score_with_or
 from reward.apply import apply_edits
 from reward.core import changed_files
 from reward.execution.runner import TestJob, TestRun
+from reward.kinds.outcomes import screened
 from reward.parse import parse_output
+from reward.screen import screen_answer
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,11 @@ def score(
     text: str,
     max_pair_seconds: float,
 ) -> Scored:
-    """The SWE-RL reward of one answer, plus whether its edits rebuild exactly the oracle's files."""
+    """The SWE-RL reward of one answer, plus whether its edits rebuild exactly the oracle's files.
+    An answer the static screen refuses scores -1 as in training, with no patch (reward/screen.py)."""
+    if findings := screen_answer(text):
+        refused = screened(findings)
+        return Scored(refused.reward, refused.error, True, False, None)
     result = score_with_oracle_diffs(context, oracle_diff, text, max_pair_seconds=max_pair_seconds)
     if result.reward == -1.0:
         return Scored(result.reward, result.error, result.format_ok, False, None)

@@ -39,6 +39,9 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
     the policy      a capability no fix needs (frames, tracing, ctypes, gc, code objects, the
                     test files' text) used by the candidate's changed code is "tampered"
                     (bootstrap.Policy: an audit hook, Python 3.8 on)
+    the screen      a candidate whose added code reaches for what no fix needs (frames,
+                    tracing, ctypes, mock.ANY, the runner's internals: reward/screen.py) is
+                    "tampered" before anything runs, the rule named in the reason
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -90,6 +93,7 @@ from reward.execution.report import BadReport, Canaries, Tampered, parse, probed
 from reward.execution.runners import harness_files, runner_for, selected
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 from reward.execution.workspace import Session, SessionFailed, SessionLimits
+from reward.screen import describe, screen_patch
 
 logger = logging.getLogger(__name__)
 
@@ -343,6 +347,8 @@ class Runner:
     def _run(self, job: TestJob) -> TestRun:
         inst = job.instance
         fail = lambda status, reason, **kw: TestRun(job.job_id, inst.instance_id, status, reason=reason, **kw)  # noqa: E731
+        if findings := screen_patch(job.patch):  # before anything runs: reward/screen.py
+            return fail("tampered", describe(findings), resolved=False)
         try:
             spec, snapshot, env, servers = self._prepare(inst)
         except SnapshotUnavailable as exc:

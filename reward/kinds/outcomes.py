@@ -1,13 +1,17 @@
 """How a test run and the similarity become a reward, for answers and for final patches: one
 home for `tests` and `hybrid` (reward/kinds/verdict.py's kinds) and for an agent episode's
 patch (RewardKind.score_patches, actors/replay.py). Pure: no Ray, no sandbox; a run is a
-reward.execution.runner.TestRun (status, resolved, reason)."""
+reward.execution.runner.TestRun (status, resolved, reason).
+
+A candidate whose added code the static screen refuses (reward/screen.py) scores `screened`,
+-1, in every kind, before any similarity or run (the value is argued in reward/screen.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from reward.core import RewardResult, score_patches
+from reward.screen import Finding, describe, screen_patch
 
 if TYPE_CHECKING:
     from data.schema import Instance
@@ -17,6 +21,11 @@ def _why(run: Any) -> str | None:
     if run.status != "ok":
         return f"{run.status}: {run.reason}"
     return None if run.resolved else "unresolved"
+
+
+def screened(findings: tuple[Finding, ...]) -> RewardResult:
+    """The reward of an answer or patch with static-screen findings: -1, every kind."""
+    return RewardResult(-1.0, f"tampered: {describe(findings)}", True, False, False)
 
 
 def tests_reward(run: Any) -> RewardResult:
@@ -37,7 +46,10 @@ def score_patch(
     """A kind's reward of a final patch (an agent's episode: the diff of its tree) rather than
     of an answer's edits: `similarity` is rule 6, the paper's similarity of unified diffs
     (reward/core.py score_patches), against the oracle patch; `tests` and `hybrid` combine it
-    with the test run of that patch as for an answer. `run` is needed for those two."""
+    with the test run of that patch as for an answer. `run` is needed for those two. A patch
+    with static-screen findings is `screened` whatever the kind."""
+    if findings := screen_patch(patch):
+        return screened(findings)
     similar = score_patches(instance.patch, patch, max_pair_seconds=max_pair_seconds)
     if kind == "similarity":
         return similar

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from reward.core import RewardResult, exact_match, oracle_diffs, score_patches, score_with_oracle_diffs
 from reward.kinds.interface import REWARDS, RewardKind
+from reward.kinds.outcomes import screened
+from reward.screen import screen_answer, screen_patch
 
 if TYPE_CHECKING:
     from data.schema import Instance
@@ -26,6 +28,8 @@ class Similarity(RewardKind):
 
     def score(self, state: tuple[dict[str, str], dict[str, str | None]], output: str) -> RewardResult:
         context, oracle = state
+        if findings := screen_answer(output):  # a forgery under `tests` earns no similarity
+            return screened(findings)
         return score_with_oracle_diffs(context, oracle, output, max_pair_seconds=self.cfg.max_pair_seconds)
 
 
@@ -41,6 +45,8 @@ class Discrete(RewardKind):
         return instance.code_context, instance.oracle_new_content
 
     def score(self, state: tuple[dict[str, str], dict[str, str]], output: str) -> RewardResult:
+        if findings := screen_answer(output):
+            return screened(findings)
         return exact_match(*state, output)
 
     def score_patches(self, items: list[tuple[Instance, str]]) -> list[RewardResult]:
@@ -48,6 +54,9 @@ class Discrete(RewardKind):
         similarity is exactly 1), else 0."""
         results = []
         for inst, patch in items:
+            if findings := screen_patch(patch):
+                results.append(screened(findings))
+                continue
             similar = score_patches(inst.patch, patch, max_pair_seconds=self.cfg.max_pair_seconds)
             exact = similar.reward == 1.0
             results.append(RewardResult(1.0 if exact else 0.0, None if exact else "not the oracle's change"))

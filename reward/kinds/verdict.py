@@ -10,7 +10,8 @@ which the test-runner pool (reward/execution/pool.py) applies to the repository 
 in a sandbox. The kind starts the pool on the driver, when it is built, and carries only the
 pool's actor handle to the reward workers; each worker submits a batch's outputs at once (the
 pool runs them in parallel) and waits. A run that ends without an outcome (environment, patch
-or sandbox failure, a lost job) scores 0 with the reason as the error and `resolved` None.
+or sandbox failure, a lost job) scores 0 with the reason as the error and `resolved` None. An
+output whose added code the static screen refuses (reward/screen.py) scores -1 and is not run.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from reward.core import RewardResult, oracle_diffs, score_with_oracle_diffs
 from reward.execution.pool import TestPool
 from reward.execution.runner import TestJob, TestRun
 from reward.kinds.interface import REWARDS, RewardKind
-from reward.kinds.outcomes import hybrid_reward, score_patch, tests_reward
+from reward.kinds.outcomes import hybrid_reward, score_patch, screened, tests_reward
 from reward.parse import Rejected, parse_output
+from reward.screen import screen_edits, screen_patch
 
 if TYPE_CHECKING:
     from conf.config import RewardConfig
@@ -53,7 +55,11 @@ class _RunsTests(RewardKind):
         runs = {}
         for i, ((instance, created, _), output) in enumerate(items):
             try:
-                applied = apply_edits(instance.code_context, parse_output(output))
+                edits = parse_output(output)
+                if findings := screen_edits(edits):  # refused before any run (reward/screen.py)
+                    results[i] = screened(findings)
+                    continue
+                applied = apply_edits(instance.code_context, edits)
             except Rejected as rejected:
                 results[i] = RewardResult(-1.0, rejected.reason, rejected.format_ok, resolved=False)
                 continue
@@ -77,7 +83,7 @@ class _RunsTests(RewardKind):
         refs = {
             i: self.pool.run.remote(TestJob(inst, patch, job_id=str(i)))
             for i, (inst, patch) in enumerate(items)
-            if patch.strip()
+            if patch.strip() and not screen_patch(patch)  # score_patch scores those -1, unrun
         }
         done = dict(zip(refs, ray.get(list(refs.values())), strict=True))
         unchanged = lambda i, inst: TestRun(str(i), inst.instance_id, "ok", resolved=False)  # noqa: E731
