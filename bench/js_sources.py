@@ -72,7 +72,7 @@ def main() -> int:
                 try:
                     manifests = ["package.json", *node.workspace_manifests(snapshot)]
                     jssources.check(snapshot, manifests, lock[0] if lock else None)
-                except jssources.Refused as exc:
+                except jssources.ForeignSource as exc:
                     bad += 1
                     print(f"{name} {commit[:10]} refused: {str(exc)[:400]}")
         rows.append((name, seen, locked, bad))

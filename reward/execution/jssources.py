@@ -60,12 +60,12 @@ _PNPM_PATHS = frozenset(
 _LOCK_BYTES = 64 << 20
 
 
-class Refused(RuntimeError):
+class ForeignSource(RuntimeError):
     """A manifest or lock file names something other than a registry package or a repository file."""
 
 
 def check(snapshot: Path, manifests: list[str], lock: str | None) -> None:
-    """Refuse (Refused, naming each) what the host step must not fetch: the dependencies of
+    """Refuse (ForeignSource, naming each) what the host step must not fetch: the dependencies of
     `manifests` (package.json paths in the snapshot) and the entries of the lock file `lock`."""
     bad: list[str] = []
     for rel in manifests:
@@ -86,7 +86,7 @@ def check(snapshot: Path, manifests: list[str], lock: str | None) -> None:
         bad += [f"pnpm-workspace.yaml: {problem}" for problem in _pnpm_settings(snapshot, workspace.read_text("utf-8"))]
     if bad:
         shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-        raise Refused(f"only registry packages by name and files inside the repository are installed: {shown}")
+        raise ForeignSource(f"only registry packages by name and files inside the repository are installed: {shown}")
 
 
 def _json(path: Path) -> Any:

@@ -281,7 +281,7 @@ def host_install(snapshot: Path, dest: Path, before: str | None, tools: Path, ti
     """Lay out the snapshot's dependencies in `dest` (node_modules beside a copy of its
     package.json and lock file) on the host with every script disabled; returns the tool's
     name ("npm ci", "yarn install", "npm install --before"). Raises RuntimeError with its
-    output; jssources.Refused (a RuntimeError) before anything runs when a manifest or the
+    output; jssources.ForeignSource (a RuntimeError) before anything runs when a manifest or the
     lock file names anything but registry packages and files inside the repository."""
     dest.mkdir(parents=True, exist_ok=True)
     if not (snapshot / "package.json").is_file() or (snapshot / "package.json").is_symlink():
