@@ -394,7 +394,7 @@ class Runner:
             cut = f"the test runner exited {result.returncode} before its session ended: {_last_line(done['log'])}"
             return fail("no_report", cut, **done)
         if result.guard == "silent":  # a session that ended without the guard's end: it was switched off
-            silent = "the harness's guard did not say the run's end (its descriptor closed or its exit listener removed)"
+            silent = "the harness's guard did not say the run's end (its descriptor closed, its exit listener gone)"
             return fail("tampered", silent, resolved=False, **done)
         try:
             checked = canaries.check(report)
