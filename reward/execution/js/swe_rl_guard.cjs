@@ -47,7 +47,10 @@ if (!globalThis[KEY]) {
   } catch (error) {
     // not a list: no file is the candidate's
   }
-  const channel = first ? openChannel() : childChannel();
+  // A worker thread (node's loader hooks thread among them) shares its process's descriptors,
+  // whose secret the main thread has read: it opens none.
+  const mainThread = require('worker_threads').isMainThread;
+  const channel = !mainThread ? null : first ? openChannel() : childChannel();
   const findings = [];
 
   const say = (line) => {
@@ -484,7 +487,7 @@ if (!globalThis[KEY]) {
   });
   Object.defineProperty(globalThis, KEY, { value: api, enumerable: false, writable: false, configurable: false });
   const vitestWorker = /vitest|tinypool/.test(String(process.argv[1] || '')) || process.env.VITEST_POOL_ID !== undefined;
-  if (vitestWorker && typeof Module.register === 'function') {
+  if (vitestWorker && mainThread && typeof Module.register === 'function') {
     try {
       Module.register(require('url').pathToFileURL(path.join(HARNESS, 'swe_rl_hooks.mjs')).href);
     } catch (error) {
