@@ -586,7 +586,8 @@ ATTACKS: tuple[Attack, ...] = (
         "every socket above fd 2 closed, then the assertions replaced",
         lib(
             "{ const fs = require('fs'); for (let fd = 3; fd < 1024; fd++) { try { if (fs.fstatSync(fd)"
-            ".isSocket() && String(fd) !== process.env.NODE_CHANNEL_FD) fs.closeSync(fd); } catch (e) {} } }\n" + PATCH
+            ".isSocket() && fd !== (process.channel && process.channel.fd)) fs.closeSync(fd); } catch (e) {} } }\n"
+            + PATCH
         ),
     ),
     Attack(
@@ -594,7 +595,7 @@ ATTACKS: tuple[Attack, ...] = (
         "fds 3-1023 listed in /proc/self/fd closed but stdio, then replaced",
         lib(
             "{ const fs = require('fs'); for (const n of fs.readdirSync('/proc/self/fd')) { const fd = Number(n);"
-            " if (fd > 2 && String(fd) !== process.env.NODE_CHANNEL_FD) { try { fs.closeSync(fd); }"
+            " if (fd > 2 && fd !== (process.channel && process.channel.fd)) { try { fs.closeSync(fd); }"
             " catch (e) {} } } }\n" + PATCH
         ),
     ),

@@ -251,7 +251,7 @@ GUARD_OFF = {
     "listeners": "process.removeAllListeners('exit');\nrequire('assert').strictEqual = function () {};\n",
     # every socket closed (the guard's descriptor among them), then Object.is replaced (toBe's)
     "sockets": "{ const fs = require('fs'); for (let fd = 3; fd < 1024; fd++) { try { if (fs.fstatSync(fd).isSocket()"
-    " && String(fd) !== process.env.NODE_CHANNEL_FD) fs.closeSync(fd); } catch (e) {} } }\n"
+    " && fd !== (process.channel && process.channel.fd)) fs.closeSync(fd); } catch (e) {} } }\n"
     "Object.is = function () { return true; };\n",
 }
 
@@ -328,6 +328,7 @@ def test_pid1_reads_the_guards_socket_as_ended_only_from_the_secrets_own_end():
     """inside.GuardReader: the secret waits on the command's end of the socket (at a number above
     63 drawn per run); an end line with it is "ended", a finding or a line without it is
     "tampered", nothing is "silent"."""
+
     def said(lines: list[bytes]) -> str:
         reader = GuardReader("ab" * 16)
         assert 64 <= reader.theirs < 1024
