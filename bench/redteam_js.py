@@ -636,6 +636,15 @@ ATTACKS: tuple[Attack, ...] = (
         "the exit listener's process ended by SIGKILL after the patch",
         lib(PATCH + "process.prependListener('exit', () => process.kill(process.pid, 'SIGKILL'));\n"),
     ),
+    Attack(
+        "guard off",
+        "Error.stackTraceLimit locked at 0 (no frames to tell callers apart), then the hooks",
+        lib(
+            "Object.defineProperty(Error, 'stackTraceLimit', { value: 0, writable: false, configurable: false });\n"
+            "H.beforeEach(() => { " + PATCH.strip() + " });\nH.afterEach(() => { " + RESTORE.strip() + " });\n",
+            hooks=True,
+        ),
+    ),
     # 12. one-shot replacements: restored before anything looks
     Attack(
         "one-shot",

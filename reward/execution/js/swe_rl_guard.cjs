@@ -89,17 +89,41 @@ if (!globalThis[KEY]) {
     },
   });
   const HARNESS = path.dirname(__filename);
+  // V8's own functions, kept as they are now: code under test that replaces captureStackTrace or
+  // a call site's getFileName (it can reach their prototype through a prepareStackTrace) cannot
+  // make a frame of its own read as another file's.
+  const captureStackTrace = Error.captureStackTrace;
+  const apply = Reflect.apply;
+  const isArray = Array.isArray;
+  const fileName = (() => {
+    const probe = {};
+    collecting = true;
+    try {
+      captureStackTrace(probe);
+      const site = isArray(probe.stack) && probe.stack[0];
+      const get = site && Object.getPrototypeOf(site).getFileName;
+      return typeof get === 'function' ? (frame) => apply(get, frame, []) : () => undefined;
+    } finally {
+      collecting = false;
+    }
+  })();
   const callers = () => {
     const holder = {};
     const limit = Error.stackTraceLimit;
     collecting = true;
     try {
       Error.stackTraceLimit = 80;
-      Error.captureStackTrace(holder, callers);
+      captureStackTrace(holder, callers);
       const frames = holder.stack;
-      return Array.isArray(frames) ? frames.map((f) => f.getFileName && f.getFileName()).filter(Boolean) : [];
+      if (!isArray(frames)) return null;
+      const files = []; // a loop, not map/filter: Array.prototype is the code under test's too
+      for (let i = 0; i < frames.length; i++) {
+        const file = fileName(frames[i]);
+        if (file) files[files.length] = String(file);
+      }
+      return files;
     } catch (error) {
-      return [];
+      return null; // the limit made read-only, or the frames kept from this file: nobody can be told apart
     } finally {
       collecting = false;
       try {
@@ -125,9 +149,11 @@ if (!globalThis[KEY]) {
     file.startsWith(HARNESS + '/') ||
     file.includes('/node_modules/') ||
     !(file.startsWith('/') || file.startsWith('file://'));
-  // The candidate's file the call comes from, or null.
+  // The candidate's file the call comes from, or null; "(unknown)" when the stack cannot be read.
   const fromCandidate = () => {
-    for (const file of callers()) {
+    const files = callers();
+    if (files === null) return '(unknown)';
+    for (const file of files) {
       if (own(file)) continue;
       const name = rel(file);
       return candidate.has(name) ? name : null;
@@ -162,7 +188,7 @@ if (!globalThis[KEY]) {
   // candidate's (the repository's own setup files may wrap a global; a runner sets its globals
   // from node_modules), and only from some file: a builtin used as a trampoline has none.
   const notCandidate = () => {
-    const files = callers().filter((f) => !f.startsWith('node:') && !f.startsWith(HARNESS + '/') && (f.startsWith('/') || f.startsWith('file://')));
+    const files = (callers() || []).filter((f) => !f.startsWith('node:') && !f.startsWith(HARNESS + '/') && (f.startsWith('/') || f.startsWith('file://')));
     if (files.length === 0) return false;
     const first = files.find((f) => !f.includes('/node_modules/'));
     return first === undefined || !candidate.has(rel(first));
@@ -414,7 +440,7 @@ if (!globalThis[KEY]) {
     AsyncResource.prototype.runInAsyncScope = function (fn, thisArg, ...args) {
       const test = this && this.constructor && this.constructor.name === 'Test' && this.parent;
       if (!test || typeof fn !== 'function') return runIn.call(this, fn, thisArg, ...args);
-      const frames = callers().filter((f) => !f.startsWith(HARNESS + '/'));
+      const frames = (callers() || []).filter((f) => !f.startsWith(HARNESS + '/'));
       if (frames[0] !== 'node:internal/test_runner/test') return runIn.call(this, fn, thisArg, ...args);
       const titles = [];
       for (let node = this; node && node.parent; node = node.parent) titles.unshift(String(node.name));
@@ -465,7 +491,7 @@ if (!globalThis[KEY]) {
       marked.add(result);
       let state = result.state;
       const vitest = () => {
-        const files = callers().filter((f) => !f.startsWith('node:') && !f.startsWith(HARNESS + '/'));
+        const files = (callers() || []).filter((f) => !f.startsWith('node:') && !f.startsWith(HARNESS + '/'));
         return files.length > 0 && /[\\/]node_modules[\\/](@vitest|vitest)[\\/]/.test(files[0]);
       };
       try {
