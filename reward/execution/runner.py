@@ -35,6 +35,10 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
                     passed while comparing a value of the candidate's that equals fresh
                     sentinels (an always-equal object), or without its probe line, is
                     "tampered" (bootstrap.EqualityProbe, report.probed)
+    the JS guard    a JavaScript run's guard (js/swe_rl_guard.cjs) says its findings and its
+                    end on a socket PID 1 holds, with a secret drawn here (sandbox.run's
+                    `guard`); a finding, or a session that ended without the guard's end, is
+                    "tampered". SWE_RL_CANDIDATE names the candidate's own files for it
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
