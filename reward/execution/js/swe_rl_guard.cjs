@@ -51,7 +51,17 @@ if (!globalThis[KEY]) {
   // whose secret the main thread has read: it opens none.
   const mainThread = require('worker_threads').isMainThread;
   const channel = !mainThread ? null : first ? openChannel() : childChannel();
-  const findings = [];
+  // What the guard keeps, in objects without a prototype, read with `in` and `for...in`: the
+  // code under test may replace Array's and Set's methods (includes, push, has, an iterator)
+  // to make the guard forget a finding.
+  const bag = () => Object.create(null);
+  const findings = bag();
+  let found = 0;
+  const join = (list, glue) => {
+    let text = '';
+    for (let i = 0; i < list.length; i++) text += (i ? glue : '') + String(list[i]);
+    return text;
+  };
 
   const say = (line) => {
     if (!channel) return false;
@@ -64,8 +74,9 @@ if (!globalThis[KEY]) {
     }
   };
   const finding = (why) => {
-    if (findings.includes(why)) return;
-    findings.push(why);
+    if (why in findings) return;
+    findings[why] = true;
+    found += 1;
     if (say(`tampered ${why.replace(/\s+/g, ' ')}`)) return;
     try {
       writeSync(2, `\n${token} tampered: ${why}\n`); // a child: node's runner's reporter, or the host, reads it
@@ -220,7 +231,7 @@ if (!globalThis[KEY]) {
   // other way reads nothing) with a fresh secret on it. Its lines come back here: a finding is
   // this process's finding, "pass <titles>" confirms a test node's runner will report (below),
   // and a child that exits by itself without its end, unless this process killed it, is a finding.
-  const confirmed = new Set();
+  const confirmed = bag();
   if (channel) {
     const { ChildProcess } = require('child_process');
     const spawn = ChildProcess.prototype.spawn;
@@ -255,7 +266,7 @@ if (!globalThis[KEY]) {
           const rest = line.slice(secret.length + 1);
           if (rest === 'end') ended = true;
           else if (rest.startsWith('tampered ')) finding(rest.slice('tampered '.length));
-          else if (rest.startsWith('pass ')) confirmed.add(`${rel(file)}::${rest.slice(5)}`);
+          else if (rest.startsWith('pass ')) confirmed[`${rel(file)}::${rest.slice(5)}`] = true;
           else if (rest.startsWith('fail ')) sawFailing(`${rel(file)}::${rest.slice(5)}`);
         }
       });
@@ -284,17 +295,19 @@ if (!globalThis[KEY]) {
     throw new Error(`the harness refuses this: ${why}`);
   };
   // Outcomes as the runner recorded them: ids ("<file>::<titles joined by ' > '>") seen failing.
-  const failed = new Set();
-  const sawFailing = (id) => failed.add(id);
+  const failed = bag();
+  const sawFailing = (id) => {
+    failed[id] = true;
+  };
   const reportedPassing = (id) => {
-    if (failed.has(id)) finding(`${id} was seen failing, then reported passing`);
+    if (id in failed) finding(`${id} was seen failing, then reported passing`);
   };
 
   // node's runner's reported passes, checked against its files' processes' "pass" at the end
-  const passes = new Set();
+  const passes = bag();
   const reportedPassingNode = (id) => {
     reportedPassing(id);
-    if (channel) passes.add(id);
+    if (channel) passes[id] = true;
   };
   const changed = () => {
     if (require('assert') !== assert) return 'the assert module was replaced';
@@ -303,8 +316,8 @@ if (!globalThis[KEY]) {
   const check = () => {
     const why = changed();
     if (why) finding(why);
-    for (const id of passes) {
-      if (!confirmed.has(id)) finding(`${id} was reported passing, but its process's guard did not see it pass`);
+    for (const id in passes) {
+      if (!(id in confirmed)) finding(`${id} was reported passing, but its process's guard did not see it pass`);
     }
   };
 
@@ -332,13 +345,13 @@ if (!globalThis[KEY]) {
         } else if (event.name === 'add_test' || event.name === 'start_describe_definition') {
           hook(event.name === 'add_test' ? 'a test' : 'a suite');
         } else if ((event.name === 'test_fn_failure' || event.name === 'hook_failure') && event.test) {
-          sawFailing(`${file}::${titles(event.test).join(' > ')}`);
+          sawFailing(`${file}::${join(titles(event.test), ' > ')}`);
         }
         return theirs ? theirs.call(this, event, state) : undefined;
       };
       const result = await adapter(globalConfig, config, environment, runtime, testPath, ...rest);
       for (const t of (result && result.testResults) || []) {
-        if (t.status === 'passed') reportedPassing(`${file}::${[...(t.ancestorTitles || []), t.title].join(' > ')}`);
+        if (t.status === 'passed') reportedPassing(`${file}::${join([...(t.ancestorTitles || []), t.title], ' > ')}`);
       }
       return result;
     };
@@ -349,7 +362,7 @@ if (!globalThis[KEY]) {
     if (typeof fail === 'function') {
       Runner.prototype.fail = function (test, error, ...rest) {
         if (test && test.type !== 'hook' && typeof test.titlePath === 'function') {
-          sawFailing(`${rel(test.file)}::${test.titlePath().filter((t) => t !== '').join(' > ')}`);
+          sawFailing(`${rel(test.file)}::${join(test.titlePath().filter((t) => t !== ''), ' > ')}`);
         }
         return fail.call(this, test, error, ...rest);
       };
@@ -444,7 +457,7 @@ if (!globalThis[KEY]) {
       if (frames[0] !== 'node:internal/test_runner/test') return runIn.call(this, fn, thisArg, ...args);
       const titles = [];
       for (let node = this; node && node.parent; node = node.parent) titles.unshift(String(node.name));
-      const said = (word) => say(`${word} ${titles.join(' > ')}`);
+      const said = (word) => say(`${word} ${join(titles, ' > ')}`);
       const done = args[args.length - 1];
       if (args.length >= 2 && typeof done === 'function') {
         // node's callback style (test(name, (t, done) => ...)): the outcome is the callback's
@@ -547,7 +560,7 @@ if (!globalThis[KEY]) {
         // the stream is closed: the run is no_report
       }
     }
-    if (findings.length === 0) say('end');
+    if (found === 0) say('end');
   });
 
   // A child's socket: the stdio pipe its parent's guard added, its secret read (above).
