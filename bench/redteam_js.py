@@ -697,6 +697,16 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "runner state",
+        "jest-circus: errors emptied in afterAll, Set/Array methods made to forget (has, includes, push)",
+        lib(
+            JEST_ERRORS + "H.afterAll(() => { Set.prototype.has = () => false; Array.prototype.includes = () => true;"
+            " Array.prototype.push = function () { return this.length; }; clear(jestState().rootDescribeBlock); });\n",
+            hooks=True,
+            only=("jest",),
+        ),
+    ),
+    Attack(
+        "runner state",
         "mocha: Runner.prototype.fail emits 'pass'",
         lib(
             "{ const R = require('mocha/lib/runner'); R.prototype.fail = function (test) {"
