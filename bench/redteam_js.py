@@ -697,11 +697,11 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     Attack(
         "runner state",
-        "jest-circus: errors emptied in afterAll, Set/Array methods made to forget (has, includes, push)",
+        "jest-circus: errors emptied by a timer, Set/Array methods made to forget (has, includes, push)",
         lib(
-            JEST_ERRORS + "H.afterAll(() => { Set.prototype.has = () => false; Array.prototype.includes = () => true;"
-            " Array.prototype.push = function () { return this.length; }; clear(jestState().rootDescribeBlock); });\n",
-            hooks=True,
+            JEST_ERRORS + "Set.prototype.has = () => false; Array.prototype.includes = () => true;\n"
+            "let n = 0; const again = () => { const s = jestState(); if (s) clear(s.rootDescribeBlock);"
+            " if (n++ < 3000) setTimeout(again, 1); };\nsetTimeout(again, 1);\n",
             only=("jest",),
         ),
     ),
