@@ -10,9 +10,11 @@
 //   finding is written there at once, and the run's end ("end") only at the process's exit and
 //   only when nothing was found: code that closes the descriptor, removes the exit listener or
 //   ends the process by a signal leaves the run without its end, which the host counts as
-//   tampered (runner.py). Only the run's first process has the socket; a child of it (node's
-//   test runner's files, vitest's forks) says a finding on its stderr after the run's token, and
-//   relies on what is refused (below) rather than on being heard.
+//   tampered (runner.py). A child process (node's runner's files, vitest's forks) gets a channel
+//   of its own from its parent's guard (an extra stdio pipe with a fresh secret): its findings
+//   become the parent's, and a child that ends without its end, unless its parent killed it, is
+//   a finding. A process with no channel (a worker thread, a child spawned some other way) says
+//   a finding on its stderr after the run's token, and relies on what is refused (below).
 // - The functions the tests' assertions go through (node's assert, assert.strict, Object.is;
 //   jest's Object.is in each test file's context; mocha's Runner and Runnable methods) are
 //   replaced by non-configurable accessors: an assignment is ignored and is a finding at the
