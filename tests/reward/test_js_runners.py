@@ -345,3 +345,19 @@ def test_pid1_reads_the_guards_socket_as_ended_only_from_the_secrets_own_end():
     assert said([]) == "silent"
     assert said([secret + b" tampered Object.is was replaced", secret + b" end"]) == "tampered: Object.is was replaced"
     assert said([b"cd" * 16 + b" end"]).startswith("tampered: a line without the guard's secret")
+
+
+def test_a_fix_whose_code_starts_and_stops_node_children_still_resolves(runner):
+    """Children of a test process get a channel of their own: one that exits by itself says its
+    end, one a test stops with process.kill (not its ChildProcess's kill) is left alone, and
+    one started by spawnSync (no channel) reads nothing."""
+    inst = jsrepos.instance("node-test")
+    children = (
+        "{ const cp = require('child_process');\n"
+        "  cp.spawnSync(process.execPath, ['-e', '0']);\n"
+        "  cp.spawn(process.execPath, ['-e', 'process.exit(0)'], { stdio: 'inherit' });\n"
+        "  const server = cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']);\n"
+        "  setTimeout(() => process.kill(server.pid, 'SIGTERM'), 200); }\n"
+    )
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": children + jsrepos.FIX})))
+    assert run.status == "ok" and run.resolved is True, (run.status, run.reason, run.log[-800:])

@@ -12,8 +12,8 @@
 //   ends the process by a signal leaves the run without its end, which the host counts as
 //   tampered (runner.py). A child process (node's runner's files, vitest's forks) gets a channel
 //   of its own from its parent's guard (an extra stdio pipe with a fresh secret): its findings
-//   become the parent's, and a child that ends without its end, unless its parent killed it, is
-//   a finding. A process with no channel (a worker thread, a child spawned some other way) says
+//   become the parent's, and a child that exits without its end (not by a signal, nor killed by
+//   its parent) is a finding. A process with no channel (a worker thread, a child spawned some other way) says
 //   a finding on its stderr after the run's token, and relies on what is refused (below).
 // - The functions the tests' assertions go through (node's assert, assert.strict, Object.is;
 //   jest's Object.is in each test file's context; mocha's Runner and Runnable methods) are
@@ -277,9 +277,11 @@ if (!globalThis[KEY]) {
         killed = true;
         return kill.apply(this, args);
       };
-      // 'close': after its exit and its pipes' end, the guard's last line read
+      // 'close': after its exit and its pipes' end, the guard's last line read. A child ended by
+      // a signal is left alone (a test may stop a server it started with process.kill): what it
+      // replaced was refused when it tried, and said then.
       this.once('close', (code, signal) => {
-        if (!ended && !killed) finding(`a test process (${rel(file)}) ended (${signal || code}) without its guard's end`);
+        if (!ended && !killed && signal === null) finding(`a test process (${rel(file)}) exited ${code} without its guard's end`);
       });
       pipe.unref();
       pipe.write(secret);
