@@ -33,10 +33,12 @@ itself non-dumpable, and the command drops every capability and sets no_new_priv
        start the command in `workdir` as uid/gid 65534 with no groups and the rlimits, with
        a pipe for its report (SWE_RL_REPORT_FD) whose other end only this process holds,
        and, when the run has one, its secret (the probe's labels) in a memory file
-       (SWE_RL_SECRET_FD) that only the command holds once it started (_secret_file);
+       (SWE_RL_SECRET_FD) that only the command holds once it started (_secret_file), and,
+       when the host gave a guard secret, the guard's socket (GuardReader);
     4. reap every child as it exits while the command runs (the orphans the kernel hands to
        the namespace's init included: left zombies, they would fill the pids cap), and read
-       the report (at most `report_bytes`) meanwhile; then send it to the
+       the report (at most `report_bytes`) and the guard's socket meanwhile; then send them
+       (the guard's verdict as a "G" line first) to the
        host through the one descriptor the host gave this process (the command's processes
        never inherit it), and exit with the command's status: as PID 1 exiting, the kernel
        kills every other process of the namespace (a daemonised child included).
@@ -50,6 +52,7 @@ import importlib.util
 import json
 import os
 import resource
+import secrets
 import signal
 import socket
 import struct
@@ -358,6 +361,56 @@ class _ReportReader(threading.Thread):
             return b"O" if self.over else b"R" + bytes(self.data)
 
 
+# The most of the guard's verdict sent to the host (sandbox.GUARD_LINE, which this file cannot import).
+GUARD_LINE = 512
+
+
+class GuardReader(threading.Thread):
+    """The guard's socket (sandbox.run's `guard`): a socketpair whose other end the command
+    inherits at a descriptor number drawn here for the run (64-1023: above what a runner opens
+    at start, named in no variable), with the secret already waiting on it. The guard reads the
+    secret before any code under test runs (nothing is left to read after it, and a socket,
+    unlike a pipe, cannot be opened again through /proc/self/fd); each line it writes starts
+    with the secret. result(): "ended" (an end line and no finding), "tampered: why" (a finding,
+    or a line without the secret: something else wrote there), "silent" (no end: the
+    descriptor closed, the guard's exit listener removed, the process ended by a signal)."""
+
+    def __init__(self, secret: str) -> None:
+        super().__init__(daemon=True)
+        ours, theirs = socket.socketpair()
+        number = secrets.choice([n for n in range(64, 1024) if not _open(n)])
+        os.dup2(theirs.fileno(), number, inheritable=True)
+        theirs.close()
+        ours.sendall(secret.encode())  # waits in the socket's buffer for the guard
+        self.ours, self.theirs, self.secret = ours, number, secret.encode()
+        self.data = bytearray()
+
+    def run(self) -> None:
+        while chunk := self.ours.recv(1 << 16):
+            if len(self.data) < (1 << 20):  # the rest is drained: a writer never blocks
+                self.data += chunk
+
+    def result(self) -> str:
+        ended, found = False, ""
+        for line in bytes(self.data).splitlines():
+            said, _, rest = line.partition(b" ")
+            if not secrets.compare_digest(said, self.secret):
+                found = found or "a line without the guard's secret was written on its descriptor"
+            elif rest.startswith(b"tampered "):
+                found = found or rest[len(b"tampered ") :].decode("utf-8", "replace")
+            elif rest == b"end":
+                ended = True
+        return f"tampered: {found}" if found else "ended" if ended else "silent"
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def reap_until(pid: int) -> int:
     """Reap every child of PID 1 as it exits until `pid` has, and return `pid`'s exit code
     (as subprocess's returncode: -N for signal N). As the namespace's init, PID 1 is handed
@@ -429,6 +482,8 @@ def main(spec_path: str) -> int:
     secret = _secret_file(spec.get("secret", ""))
     if secret is not None:
         env["SWE_RL_SECRET_FD"] = str(secret)
+    guard = GuardReader(spec["guard"]) if spec.get("guard") else None
+    passed = (write_fd,) + ((secret,) if secret is not None else ()) + ((guard.theirs,) if guard is not None else ())
     try:
         child = as_nobody(
             spec["argv"],
@@ -436,7 +491,7 @@ def main(spec_path: str) -> int:
             env=env,
             cwd=spec["workdir"],
             # and nothing else: the host's report descriptor stays here
-            pass_fds=(write_fd,) if secret is None else (write_fd, secret),
+            pass_fds=passed,
         )
     except OSError as exc:
         print(f"sandbox: cannot run {spec['argv'][0]}: {exc}", file=sys.stderr)
@@ -445,11 +500,19 @@ def main(spec_path: str) -> int:
         os.close(write_fd)
         if secret is not None:
             os.close(secret)  # the command holds the only copy: it reads it and closes it first
+        if guard is not None:
+            os.close(guard.theirs)
     reader = _ReportReader(read_fd, spec["limits"]["report_bytes"])  # after the fork: no thread in it
     reader.start()
+    if guard is not None:
+        guard.start()
     code = child.returncode = reap_until(child.pid)  # reaped here, not by Popen
     reader.join(timeout=1.0)  # a daemonised grandchild may hold the pipe open: take what came
-    _send(spec["report_fd"], reader.result())
+    said = b""
+    if guard is not None:
+        guard.join(timeout=1.0)
+        said = b"G" + guard.result().encode()[: GUARD_LINE - 2] + b"\n"
+    _send(spec["report_fd"], said + reader.result())
     return code
 
 

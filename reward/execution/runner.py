@@ -42,6 +42,10 @@ Nothing the candidate writes decides its verdict (the threat model: docs/securit
     the screen      a candidate whose added code reaches for what no fix needs (frames,
                     tracing, ctypes, mock.ANY, the runner's internals: reward/screen.py) is
                     "tampered" before anything runs, the rule named in the reason
+    the JS guard    a JavaScript run's guard (js/swe_rl_guard.cjs) says its findings and its
+                    end on a socket PID 1 holds, with a secret drawn here (sandbox.run's
+                    `guard`); a finding, or a session that ended without the guard's end, is
+                    "tampered". SWE_RL_CANDIDATE names the candidate's own files for it
 
 Resolved, SWE-bench's rule: every FAIL_TO_PASS test and every PASS_TO_PASS test passed (a test
 missing from the report did not pass). None when the instance carries no FAIL_TO_PASS (v2 data).
@@ -370,6 +374,8 @@ class Runner:
                 owned = (*owned, *sorted({str(PurePosixPath(t).parent) for t in tests} - {"."}))
             roots = (*spec.pythonpath, *{str(PurePosixPath(t).parent) for t in tests})  # the tests' import path
             changes, guarded = patched_files(snapshot, job.patch, test_patch or "", roots, owned)
+            written = parse_patch(job.patch) if job.patch.strip() else []
+            authored = sorted({fp.new_path for fp in written if fp.new_path})
         except PatchError as exc:
             return fail("patch_failed", str(exc), env_build_s=env.built_s)
         if not tests:
@@ -390,6 +396,11 @@ class Runner:
         variables["SWE_RL_PATH"] = env.variables.get("PYTHONPATH", "")  # bootstrap.py appends it to sys.path
         token = secrets.token_hex(12)  # the guard's, for a finding in a process without the pipe
         variables.update(test_runner.variables(token))
+        guard_secret = None  # the guard's socket's (sandbox.run's `guard`): JavaScript's guard says its end there
+        if test_runner.language == "javascript":
+            guard_secret = secrets.token_hex(16)
+            # The candidate's own files: a test hook or a watched global set from one of them is a finding.
+            variables["SWE_RL_CANDIDATE"] = json.dumps([p for p in authored if p not in tests])
         watched = unstable_ids(inst.fail_to_pass or (), env.ro_paths) if own_tests else ()
         probe = probe_spec(watched, job.patch, test_patch or "", changes, tests, snapshot)
         ro_paths = env.ro_paths
@@ -413,6 +424,7 @@ class Runner:
             loopback=spec.network == "loopback",
             servers=servers,
             layers=env.layers,
+            guard=guard_secret,
         )
         seconds, log = round(time.monotonic() - start, 3), (result.stdout + result.stderr)[-4000:]
         done: dict[str, Any] = {"seconds": seconds, "log": log, "env_build_s": env.built_s, "guarded": guarded}
@@ -448,6 +460,9 @@ class Runner:
         if result.killed:
             status = "timeout" if result.killed == "timeout" else "killed"
             return fail(status, f"the test run was stopped: {result.killed}", **done)
+        if result.guard and result.guard.startswith("tampered: "):  # the guard's own word, on its socket
+            found = f"the harness's guard found the test machinery changed: {result.guard.removeprefix('tampered: ')}"
+            return fail("tampered", found, resolved=False, **done)
         if result.report is None:
             return fail("bad_report", "the report passed its size limit (sandbox.Limits.report_bytes)", **done)
         try:
@@ -457,6 +472,9 @@ class Runner:
         if report.exit_code is None:
             cut = f"the test runner exited {result.returncode} before its session ended: {_last_line(done['log'])}"
             return fail("no_report", cut, **done)
+        if result.guard == "silent":  # a session that ended without the guard's end: it was switched off
+            silent = "the harness's guard did not say the run's end (its descriptor closed, its exit listener gone)"
+            return fail("tampered", silent, resolved=False, **done)
         try:
             checked = canaries.check(report)
             probed(report, watched)

@@ -122,6 +122,10 @@ class Server:
     start_s: float = 10.0  # how long it may take to accept
 
 
+# The most PID 1 says of the guard's socket, before the report (inside.GuardReader).
+GUARD_LINE = 512
+
+
 @dataclass(frozen=True)
 class SandboxResult:
     returncode: int | None  # None when it was killed by the host
@@ -132,6 +136,9 @@ class SandboxResult:
     report: bytes | None = b""  # what it wrote to $SWE_RL_REPORT_FD; None: over report_bytes
     failed_server: str | None = None  # why a Server did not come up (the command never ran)
     uncapped: bool = False  # ran without its memory and pids caps (the best_effort policy)
+    # With `guard`: what the command said on the guard's socket (inside.GuardReader): "ended",
+    # "tampered: why", or "silent" (no end said: the descriptor closed, the listener removed)
+    guard: str | None = None
 
 
 class SandboxUnavailable(RuntimeError):
@@ -254,6 +261,7 @@ def run(
     layers: Sequence[str | Path] = (),
     harness_files: Mapping[str, str] | None = None,
     secret: str = "",
+    guard: str | None = None,
 ) -> SandboxResult:
     """Run argv in a sandbox over `snapshot` with `changes` (path -> new content, None =
     delete) applied. `ro_paths` are extra host paths visible read-only at the same place (the
@@ -267,13 +275,18 @@ def run(
     path of the project's checkout is mounted or named in the sandbox. `secret` is text for the
     command's eyes only (the probe's spec: the labelled tests): PID 1 hands it over in a memory
     file whose descriptor is named by $SWE_RL_SECRET_FD, never in a path of the new root; the
-    command reads and closes it before it runs anything else (bootstrap.py)."""
+    command reads and closes it before it runs anything else (bootstrap.py).
+    `guard` (a secret, hex): PID 1 hands the command a socket at a descriptor number it draws
+    for the run (named nowhere in the environment) with the secret waiting on it; a line that
+    starts with the secret says the harness's guard's word (JavaScript's swe_rl_guard.cjs reads
+    the secret before any code under test runs), and the result's `guard` says what came."""
     scratch, run_cgroup, spec, cmd = prepare(
         argv, snapshot, changes, ro_paths, env, limits, workdir, loopback, rw_paths, servers, layers, harness_files
     )
     report_read, report_write = os.pipe()
     spec["report_fd"] = report_write
     spec["secret"] = secret
+    spec["guard"] = guard
     (scratch / "spec.json").write_text(json.dumps(spec))
     start = time.monotonic()
     try:
@@ -298,10 +311,14 @@ def run(
     code = None if killed in ("timeout", "output") else proc.returncode
     seconds = round(time.monotonic() - start, 3)
     uncapped = run_cgroup.uncapped is not None
+    said = None
+    if relayed[:1] == b"G":  # PID 1's reading of the guard's socket, one line, before the report
+        line, _, relayed = relayed[1:].partition(b"\n")
+        said = line.decode("utf-8", "replace")
     if relayed[:1] == b"S":
         failed = relayed[1:].decode("utf-8", "replace")
-        return SandboxResult(code, killed, seconds, out, err, b"", failed, uncapped)
-    return SandboxResult(code, killed, seconds, out, err, _report(relayed, limits), uncapped=uncapped)
+        return SandboxResult(code, killed, seconds, out, err, b"", failed, uncapped, said)
+    return SandboxResult(code, killed, seconds, out, err, _report(relayed, limits), uncapped=uncapped, guard=said)
 
 
 def _report(relayed: bytes, limits: Limits) -> bytes | None:
@@ -320,7 +337,8 @@ def _collect(
     the wall clock; kill on the wall clock or on too much output."""
     assert proc.stdout is not None and proc.stderr is not None
     buffers: dict[Any, bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray(), report: bytearray()}
-    caps = {proc.stdout: limits.output_bytes, proc.stderr: limits.output_bytes, report: limits.report_bytes + 1}
+    report_cap = limits.report_bytes + 1 + GUARD_LINE  # the report, PID 1's "R"/"O" and its guard line
+    caps = {proc.stdout: limits.output_bytes, proc.stderr: limits.output_bytes, report: report_cap}
     sel = selectors.DefaultSelector()
     for pipe in buffers:
         os.set_blocking(pipe.fileno(), False)

@@ -25,7 +25,8 @@ from data.schema import Instance
 from reward.execution.environments import EnvSpec
 
 REPO = Path(__file__).resolve().parents[2]
-NPM_CACHE = REPO / ".cache" / "npm"
+# SWE_RL_TEST_NPM_CACHE: a copy of it a user who cannot write the seeded one owns (the rootless runs)
+NPM_CACHE = Path(os.environ.get("SWE_RL_TEST_NPM_CACHE") or REPO / ".cache" / "npm")
 SEED = json.loads((Path(__file__).with_name("js_runners") / "package.json").read_text())["devDependencies"]
 OFFLINE = {"npm_config_cache": str(NPM_CACHE), "npm_config_offline": "true"}
 

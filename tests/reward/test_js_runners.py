@@ -10,6 +10,8 @@ patch resolves and the empty one does not, and the canaries' four tests show the
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import shutil
 import subprocess
 
@@ -19,6 +21,7 @@ from conf.config import ExecutionConfig
 from data.patching import make_patch
 from reward.execution import sandbox
 from reward.execution.environments import EnvSpec
+from reward.execution.inside import GuardReader
 from reward.execution.report import Canaries
 from reward.execution.runner import Runner, TestJob, command
 from reward.execution.runners import RUNNERS, runner_for
@@ -240,3 +243,121 @@ def test_a_test_file_named_only_test_gets_a_canary_of_that_name_in_a_folder_of_i
     folder, name = canaries.path.rsplit("/", 1)
     assert name == "test.ts" and folder.startswith("src/addDays/c") and argv[-1] == canaries.path
     assert f"from '../../../{canaries.helper}'" in canaries.source
+
+
+# The guard switched off from the code under test: each must come out tampered or failed.
+GUARD_OFF = {
+    # its exit listener gone (the run's end is never said), then node's assertions replaced
+    "listeners": "process.removeAllListeners('exit');\nrequire('assert').strictEqual = function () {};\n",
+    # every socket closed (the guard's descriptor among them), then Object.is replaced (toBe's)
+    "sockets": "{ const fs = require('fs'); for (let fd = 3; fd < 1024; fd++) { try { if (fs.fstatSync(fd).isSocket()"
+    " && fd !== (process.channel && process.channel.fd)) fs.closeSync(fd); } catch (e) {} } }\n"
+    "Object.is = function () { return true; };\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(GUARD_OFF))
+@pytest.mark.parametrize("name", JS_RUNNERS)
+def test_switching_the_guard_off_is_a_finding_not_a_pass(runner, name, how):
+    inst = jsrepos.instance(name)
+    forged = GUARD_OFF[how] + jsrepos.BUG
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forged})))
+    assert run.resolved is False, (run.status, run.reason, run.outcomes)
+    assert run.status == "tampered" or run.outcomes.get(f"{TEST}::signs > negative") != "passed"
+
+
+@pytest.mark.parametrize(
+    ("name", "forgery"),
+    [
+        # jest-circus's own record of the failure emptied after the test (its reporter trusts it)
+        (
+            "jest",
+            "afterAll(() => { const s = globalThis[Object.getOwnPropertySymbols(globalThis).find((k) =>"
+            " String(k) === 'Symbol(JEST_STATE_SYMBOL)')]; const walk = (b) => { for (const c of b.children)"
+            " { if (c.errors) c.errors.length = 0; walk(c); } }; walk(s.rootDescribeBlock); });\n",
+        ),
+        # mocha's runner made to report a failure as a pass
+        ("mocha", "require('mocha/lib/runner').prototype.fail = function (t) { this.emit('pass', t); };\n"),
+    ],
+)
+def test_a_runner_state_rewritten_after_a_failure_is_tampered(runner, name, forgery):
+    inst = jsrepos.instance(name)
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forgery + jsrepos.BUG})))
+    assert run.status == "tampered" and run.resolved is False, (run.status, run.reason, run.outcomes)
+
+
+def test_vitests_result_rewritten_by_an_afterEach_of_the_code_under_test_is_tampered(runner):
+    inst = jsrepos.instance("vitest")
+    forged = (
+        "import { afterEach } from 'vitest';\n"
+        "afterEach((ctx) => { ctx.task.result.state = 'pass'; ctx.task.result.errors = []; });\n"
+        "export function add(a, b) {\n  return a + Math.abs(b);\n}\n"
+    )
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": forged})))
+    assert run.status == "tampered" and run.resolved is False, (run.status, run.reason, run.outcomes)
+    assert "lib/add.js registered a test hook (afterEach)" in str(run.reason)
+
+
+def test_the_guards_secret_is_nowhere_the_code_under_test_can_read(runner, monkeypatch):
+    """The code under test prints its environment, its argv, /proc's environ and cmdline of each
+    process it can see, and the harness's files: the guard's secret is in none of them."""
+    made: list[str] = []
+    real = secrets.token_hex
+
+    def recorded(n: int = 16) -> str:
+        made.append(real(n))
+        return made[-1]
+
+    monkeypatch.setattr("reward.execution.runner.secrets.token_hex", recorded)
+    dump = (
+        "{ const fs = require('fs'); const seen = [JSON.stringify(process.env), process.argv.join(' ')];\n"
+        "  for (const pid of fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p))) for (const f of ['environ', "
+        "'cmdline']) { try { seen.push(fs.readFileSync(`/proc/${pid}/${f}`, 'latin1')); } catch (e) {} }\n"
+        "  for (const f of fs.readdirSync('/swe-rl')) seen.push(fs.readFileSync('/swe-rl/' + f, 'latin1'));\n"
+        "  const hex = new Set(seen.join(' ').match(/[0-9a-f]{32}/g) || []);\n"
+        "  process.stdout.write('FOUND ' + [...hex].join(',') + '\\n'); }\n"
+    )
+    inst = jsrepos.instance("mocha")
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": dump + jsrepos.BUG})))
+    secret = next(t for t in made if len(t) == 32)
+    assert "FOUND" in run.log and secret not in run.log, run.log[-600:]
+    assert run.status == "ok" and run.resolved is False, (run.status, run.reason)
+
+
+def test_pid1_reads_the_guards_socket_as_ended_only_from_the_secrets_own_end():
+    """inside.GuardReader: the secret waits on the command's end of the socket (at a number above
+    63 drawn per run); an end line with it is "ended", a finding or a line without it is
+    "tampered", nothing is "silent"."""
+
+    def said(lines: list[bytes]) -> str:
+        reader = GuardReader("ab" * 16)
+        assert 64 <= reader.theirs < 1024
+        assert os.read(reader.theirs, 64) == b"ab" * 16
+        reader.start()
+        for line in lines:
+            os.write(reader.theirs, line + b"\n")
+        os.close(reader.theirs)
+        reader.join(timeout=5)
+        return reader.result()
+
+    secret = b"ab" * 16
+    assert said([secret + b" end"]) == "ended"
+    assert said([]) == "silent"
+    assert said([secret + b" tampered Object.is was replaced", secret + b" end"]) == "tampered: Object.is was replaced"
+    assert said([b"cd" * 16 + b" end"]).startswith("tampered: a line without the guard's secret")
+
+
+def test_a_fix_whose_code_starts_and_stops_node_children_still_resolves(runner):
+    """Children of a test process get a channel of their own: one that exits by itself says its
+    end, one a test stops with process.kill (not its ChildProcess's kill) is left alone, and
+    one started by spawnSync (no channel) reads nothing."""
+    inst = jsrepos.instance("node-test")
+    children = (
+        "{ const cp = require('child_process');\n"
+        "  cp.spawnSync(process.execPath, ['-e', '0']);\n"
+        "  cp.spawn(process.execPath, ['-e', 'process.exit(0)'], { stdio: 'inherit' });\n"
+        "  const server = cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']);\n"
+        "  setTimeout(() => process.kill(server.pid, 'SIGTERM'), 200); }\n"
+    )
+    run = runner.run(TestJob(inst, make_patch({"lib/add.js": jsrepos.BUG}, {"lib/add.js": children + jsrepos.FIX})))
+    assert run.status == "ok" and run.resolved is True, (run.status, run.reason, run.log[-800:])

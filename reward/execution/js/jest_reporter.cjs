@@ -32,4 +32,5 @@ class SweRlReporter {
   }
 }
 
-module.exports = SweRlReporter;
+Object.freeze(SweRlReporter.prototype); // the code under test reaches this module through require's cache
+module.exports = Object.freeze(SweRlReporter);

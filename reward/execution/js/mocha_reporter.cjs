@@ -14,4 +14,4 @@ function SweRlReporter(runner) {
   runner.once('end', () => emit.exit(failed ? 1 : 0));
 }
 
-module.exports = SweRlReporter;
+module.exports = Object.freeze(SweRlReporter); // the code under test reaches this module through require's cache

@@ -26,6 +26,8 @@ export default async function* sweRlReporter(source) {
       }
       const titles = (stacks.get(data.file) || []).slice(0, data.nesting).concat([data.name]);
       const outcome = data.skip !== undefined || data.todo !== undefined ? 'skipped' : ok ? 'passed' : 'failed';
+      const guard = globalThis[Symbol.for('swe-rl.guard')];
+      if (outcome === 'passed' && guard) guard.reportedPassingNode(`${emit.rel(data.file)}::${titles.filter((t) => t !== '').join(' > ')}`);
       emit.test(data.file, titles, 'call', outcome, details.error);
     }
   }
