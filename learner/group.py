@@ -108,12 +108,15 @@ class LearnerGroup:
         self, samples: Sequence[TrainSample], drop_zero_advantage: bool
     ) -> tuple[list[RankBatch], dict[str, float]]:
         """The step's samples as every rank's micro-batches, and their padding statistics."""
+        # Every rank reports whether the shared-prefix path serves its model (setup's info).
+        shared = all(info["shared_prefix"] for info in self.info)
         return shard(
             samples,
             num_ranks=self.cfg.num_ranks,
             micro_batch_size=self.cfg.micro_batch_size,
             pad_id=self.pad_id,
             drop_zero_advantage=drop_zero_advantage,
+            max_tokens_per_micro_batch=self.cfg.max_tokens_per_micro_batch if shared else None,
         )
 
     def train(self, samples: Sequence[TrainSample], wait: Wait | None = None) -> dict[str, float]:
