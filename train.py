@@ -52,7 +52,7 @@ from conf.io import write_text
 from conf.runtime import Runtime
 from data.loader import InstanceLoader
 from learner import models
-from learner.batch import nominal_micro_batches, save_samples
+from learner.batch import nominal_micro_batches
 from learner.checkpoint import Checkpointer
 from learner.group import LearnerGroup
 from learner.objectives.advantages import ADVANTAGES
@@ -128,8 +128,6 @@ class Trainer:
             penalty = overlong_penalty(groups, cfg)  # [prompts * group_size], 0 unless learner.overlong=soft
             advantages = group_advantages(rewards + penalty, valid_samples(groups), cfg.group_size, self.advantage, cfg)
             samples = train_samples(groups, advantages.tolist(), keep_cut=cfg.agent.keep_cut_episodes)
-        if cfg.trainer.record_batch and self.step == 0:
-            save_samples(cfg.trainer.record_batch, samples)  # the first RL step's, for bench/learner.py
         probe = samples[0].prompt_ids + samples[0].completion_ids
         check = SyncCheck(self.learner, self.fleet, probe) if cfg.trainer.verify_sync else None
         with timer("train"):

@@ -234,6 +234,9 @@ class LearnerConfig:
     # Shared-prefix path: distinct tokens (each prefix counted once) per micro-batch on one rank;
     # micro_batch_size then does not apply. Activation memory grows with it (docs/learner.md).
     max_tokens_per_micro_batch: int = 4096
+    # Write the first RL step's training samples (token ids, logprobs, advantages) to this file,
+    # JSON lines, for bench/learner.py; empty = none.
+    record_batch: str = ""
     # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps); the default of the two
     # ranges below.
     clip_eps: float = 0.2
@@ -321,9 +324,6 @@ class TrainerConfig:
     # Write every rollout (text, tokens, reward, error, policy_version) to
     # <run_dir>/rollouts/step_NNNNNN.jsonl every this many steps; 0 = never.
     rollout_log_every: int = 1
-    # Write the first RL step's training samples (token ids, logprobs, advantages) to this file,
-    # JSON lines, for bench/learner.py; empty = none.
-    record_batch: str = ""
     # Check every sync: the engine's and the learner's logprobs of a probe sequence must differ
     # before it and agree after it (metrics sync_probe_diff_before/after, params_changed).
     # Two extra forward passes per step: a debugging aid, on in the smoke preset.
