@@ -13,16 +13,19 @@ Shapes (each a whole step on one rank):
 - default: the default job's step, from `--batch` (a file that `trainer.record_batch` wrote),
   else synthetic with its shapes: 2 prompts of 1,100 and 1,000 tokens x 8 samples of 120-320
   completion tokens (rollout.max_new_tokens=320; the longest ones cut there);
-- swe: SWE-RL-shaped, scaled to a CPU: 16 samples of one prompt 8x as long as a completion
-  (1,024 + 128 tokens);
-- agent: agent episodes: 2 prompts of 600 tokens x 8 episodes of 4 turns (60 sampled tokens,
+- swe: SWE-RL-shaped, scaled to a loaded 2-core machine: 16 samples of one prompt 8x as long
+  as a completion (768 + 96 tokens);
+- agent: agent episodes: a prompt of 600 tokens x 8 episodes of 3 turns (60 sampled tokens,
   then a 150-token observation the loss mask hides).
 
 Each (shape, variant) runs in its own process (alternating, `--repeats` times): it loads the
 model, allocates its gradients, warms up on a short batch, then times one step. Peak memory is
 that process's resident-set high-water mark (`resource.getrusage`, ru_maxrss) after the step,
-and the step's own increment (the high-water mark after it minus before it). The parent prints
-medians and ratios to "per-sample", and checks that the variants' losses agree.
+and the step's own increment (the high-water mark after it minus before it). Besides wall
+seconds, the step's CPU seconds (user + system, the same getrusage): on a shared machine whose
+load moves the wall clock by tens of percent between runs, the CPU time is the steadier measure
+of the work (one thread: wall = CPU on a quiet machine). The parent prints medians and ratios to
+"per-sample", and checks that the variants' losses agree.
 """
 
 from __future__ import annotations
@@ -72,15 +75,15 @@ def synthetic(shape: str, vocab: int) -> list[TrainSample]:
                 n = int(torch.randint(120, MAX_NEW + 40, (1,), generator=g).clamp(max=MAX_NEW))
                 samples.append(TrainSample(prompt, _tokens(g, vocab, n), old(n), adv(), truncated=n == MAX_NEW))
     elif shape == "swe":
-        prompt = _tokens(g, vocab, 1024)
-        samples = [TrainSample(prompt, _tokens(g, vocab, 128), old(128), adv()) for _ in range(16)]
+        prompt = _tokens(g, vocab, 768)
+        samples = [TrainSample(prompt, _tokens(g, vocab, 96), old(96), adv()) for _ in range(16)]
     elif shape == "agent":
-        for _ in range(2):
+        for _ in range(1):
             prompt = _tokens(g, vocab, 600)
             for _ in range(8):
                 ids: list[int] = []
                 mask: list[float] = []
-                for _turn in range(4):
+                for _turn in range(3):
                     ids += _tokens(g, vocab, 60 + 150)
                     mask += [1.0] * 60 + [0.0] * 150
                 samples.append(TrainSample(prompt, ids, old(len(ids)), adv(), loss_mask=mask))
@@ -138,12 +141,14 @@ def child(args: argparse.Namespace) -> None:
     samples = load_samples(args.batch) if args.shape == "default" and args.batch else synthetic(args.shape, vocab)
     budget = None if args.variant == "per-sample" else int(args.variant.split("@")[1])
     learner_step(model, [TrainSample(s.prompt_ids[:16], s.completion_ids[:8], None, 1.0) for s in samples[:2]], budget)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     loss = learner_step(model, samples, budget)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"s": seconds, "peak_mib": peak, "step_mib": peak - before, "loss": loss}))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
+    peak, before = after.ru_maxrss / 1024, usage.ru_maxrss / 1024
+    print(json.dumps({"s": seconds, "cpu_s": cpu, "peak_mib": peak, "step_mib": peak - before, "loss": loss}))
 
 
 def run_variant(args: argparse.Namespace, model_dir: str, shape: str, variant: str) -> dict[str, float]:
@@ -193,13 +198,18 @@ def main() -> None:
         for _ in range(args.repeats):
             for v in variants:
                 runs[v].append(run_variant(args, model_dir, shape, v))
-        base = {k: statistics.median(r[k] for r in runs["per-sample"]) for k in ("s", "peak_mib", "step_mib")}
-        print(f"  {'variant':<13}{'s/step':>9}{'speed-up':>10}{'peak MiB':>10}{'peak ratio':>12}{'step MiB':>10}")
+        keys = ("s", "cpu_s", "peak_mib", "step_mib")
+        base = {k: statistics.median(r[k] for r in runs["per-sample"]) for k in keys}
+        print(
+            f"  {'variant':<13}{'s/step':>8}{'speed-up':>10}{'CPU s':>8}{'CPU ratio':>11}"
+            f"{'peak MiB':>10}{'peak ratio':>12}{'step MiB':>10}"
+        )
         for v in variants:
-            m = {k: statistics.median(r[k] for r in runs[v]) for k in ("s", "peak_mib", "step_mib")}
+            m = {k: statistics.median(r[k] for r in runs[v]) for k in keys}
             print(
-                f"  {v:<13}{m['s']:>9.1f}{base['s'] / m['s']:>10.2f}{m['peak_mib']:>10.0f}"
-                f"{m['peak_mib'] / base['peak_mib']:>12.2f}{m['step_mib']:>10.0f}"
+                f"  {v:<13}{m['s']:>8.1f}{base['s'] / m['s']:>10.2f}"
+                f"{m['cpu_s']:>8.1f}{base['cpu_s'] / m['cpu_s']:>11.2f}"
+                f"{m['peak_mib']:>10.0f}{m['peak_mib'] / base['peak_mib']:>12.2f}{m['step_mib']:>10.0f}"
             )
         losses = {v: runs[v][0]["loss"] for v in variants}
         print(f"  losses: {', '.join(f'{v} {x:.6f}' for v, x in losses.items())}")

@@ -232,8 +232,9 @@ class LearnerConfig:
     # and values serving each sample (learner/shared_prefix.py); false = every sample on its own.
     shared_prefix: bool = True
     # Shared-prefix path: distinct tokens (each prefix counted once) per micro-batch on one rank;
-    # micro_batch_size then does not apply. Activation memory grows with it (docs/learner.md).
-    max_tokens_per_micro_batch: int = 4096
+    # micro_batch_size then does not apply. Activation memory grows with it: 2048 cost 1.6x the
+    # per-sample peak at micro_batch_size 1 on the default job's shapes, 4096 2.3x (docs/learner.md).
+    max_tokens_per_micro_batch: int = 2048
     # Write the first RL step's training samples (token ids, logprobs, advantages) to this file,
     # JSON lines, for bench/learner.py; empty = none.
     record_batch: str = ""
