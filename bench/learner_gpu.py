@@ -13,7 +13,12 @@ x 2048 tokens, of which the last `--completion-len` are the completion):
   gather, the clipped token loss (token mean);
 - "project": `completion_logprobs` (hidden states, then only completion positions through the
   LM head, `--chunk` positions at a time, recomputed in backward) and `grpo.policy_loss`
-  (aggregation token_mean, as above), rows collated by `learner.batch.collate`.
+  (aggregation token_mean, as above), rows collated by `learner.batch.collate`;
+- "shared": the same loss with each group's prompt computed once (learner/shared_prefix.py),
+  micro-batches by `--max-tokens` distinct tokens (`learner.shard`, as the learner makes them;
+  the "micro-batch" column is then not used; its tokens/s and MFU count every row's tokens,
+  what the per-sample paths compute, so they are effective rates). Rows come in groups of `--group-size` sharing a
+  prompt, as GRPO's do; `--completion-len 256 --seq-len 2304` is the SWE-RL shape (prompt 8x).
 
 Per path and micro-batch size it prints tokens/s (all B x L tokens per optimizer step), the
 model FLOPs utilisation 6 x params x tokens/s / peak, with peak = the bf16 matmul rate measured
@@ -40,9 +45,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from learner.batch import TrainSample, collate  # noqa: E402
+from learner.batch import TrainSample, collate, shard  # noqa: E402
 from learner.logprobs import completion_logprobs  # noqa: E402
 from learner.objectives import grpo  # noqa: E402
+from learner.shared_prefix import shared_prefix_logprobs  # noqa: E402
 
 CLIP_EPS = 0.2
 # The default shape: a Llama with 24 layers of width 1024 and a Llama-3 vocabulary.
@@ -96,33 +102,57 @@ def build_model(shape: dict[str, int], device: torch.device, dtype: torch.dtype,
     return LlamaForCausalLM(cfg).to(device=device, dtype=dtype).train()
 
 
-def make_rows(vocab: int, rows: int, seq_len: int, completion_len: int, seed: int) -> list[TrainSample]:
-    """Rows of random tokens with random advantages; logprobs_old are filled in later."""
+def make_rows(
+    vocab: int, rows: int, seq_len: int, completion_len: int, seed: int, group_size: int
+) -> list[TrainSample]:
+    """Rows of random tokens with random advantages, each `group_size` consecutive rows sharing
+    a prompt; logprobs_old are filled in later."""
     g = torch.Generator().manual_seed(seed)
     prompt_len = seq_len - completion_len
+    prompts = [torch.randint(0, vocab, (prompt_len,), generator=g).tolist() for _ in range(-(-rows // group_size))]
     return [
         TrainSample(
-            torch.randint(0, vocab, (prompt_len,), generator=g).tolist(),
+            prompts[i // group_size],
             torch.randint(0, vocab, (completion_len,), generator=g).tolist(),
             None,
             float(torch.randn(1, generator=g)),
         )
-        for _ in range(rows)
+        for i in range(rows)
     ]
 
 
-def to_tensors(rows: list[TrainSample], device: torch.device) -> dict[str, torch.Tensor]:
-    mb = collate(rows, pad_id=0)
-    return {
+def to_tensors(rows: list[TrainSample], device: torch.device) -> dict[str, Any]:
+    return mb_tensors(collate(rows, pad_id=0), device)
+
+
+def mb_tensors(mb: Any, device: torch.device) -> dict[str, Any]:
+    t: dict[str, Any] = {
         k: torch.as_tensor(getattr(mb, k)).to(device)
         for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")
     }
+    t["segments"] = None if mb.segments is None else [tuple(int(x) for x in s) for s in mb.segments]
+    return t
 
 
-def project_loss(model: torch.nn.Module, t: dict[str, torch.Tensor], chunk: int, num_tokens: float) -> torch.Tensor:
-    lp, _ = completion_logprobs(
-        model, t["input_ids"], t["attention_mask"], t["prompt_lens"], t["completion_mask"].shape[1], chunk_tokens=chunk
+def shared_micro_batches(rows: list[TrainSample], max_tokens: int, device: torch.device) -> list[dict[str, Any]]:
+    """The rows as the learner's shared-prefix micro-batches (one rank)."""
+    (batch,), _ = shard(
+        rows,
+        num_ranks=1,
+        micro_batch_size=1,
+        pad_id=0,
+        drop_zero_advantage=False,
+        max_tokens_per_micro_batch=max_tokens,
     )
+    return [mb_tensors(mb, device) for mb in batch.micro_batches]
+
+
+def project_loss(model: torch.nn.Module, t: dict[str, Any], chunk: int, num_tokens: float) -> torch.Tensor:
+    args = (model, t["input_ids"], t["attention_mask"], t["prompt_lens"])
+    if t["segments"] is None:
+        lp, _ = completion_logprobs(*args, t["completion_mask"].shape[1], chunk_tokens=chunk)
+    else:
+        lp, _ = shared_prefix_logprobs(*args, t["segments"], t["completion_mask"].shape[1], chunk_tokens=chunk)
     loss, _ = grpo.policy_loss(
         lp,
         t["logprobs_old"],
@@ -150,7 +180,8 @@ def plain_loss(model: torch.nn.Module, t: dict[str, torch.Tensor], chunk: int, n
     return (per_token * t["completion_mask"]).sum() / num_tokens
 
 
-LOSSES: dict[str, Callable[..., torch.Tensor]] = {"plain": plain_loss, "project": project_loss}
+# "shared" is the project's loss on shared-prefix micro-batches (their `segments` select the path).
+LOSSES: dict[str, Callable[..., torch.Tensor]] = {"plain": plain_loss, "project": project_loss, "shared": project_loss}
 
 
 @torch.no_grad()
@@ -169,22 +200,38 @@ def fill_old_logprobs(
     return out
 
 
-def check_paths_agree(model: torch.nn.Module, t: dict[str, torch.Tensor], chunk: int, strict: bool) -> dict[str, float]:
-    """Loss and gradient of both paths on one micro-batch; with `strict` (float64), raise if they differ."""
-    num_tokens = float(t["completion_mask"].sum())
+def check_paths_agree(
+    model: torch.nn.Module, rows: list[TrainSample], chunk: int, max_tokens: int, strict: bool
+) -> dict[str, float]:
+    """Loss and gradient of the three paths on `rows` (one micro-batch, or the shared path's);
+    with `strict` (float64), raise if they differ. Transformers' RMSNorm computes in float32,
+    and the shared path sums the rows' gradients before it, the others after: the shared path
+    agrees to float32 round-off (1e-6), the other two to float64's."""
+    device = next(model.parameters()).device
+    micro = {"plain": [to_tensors(rows, device)], "project": [to_tensors(rows, device)]}
+    micro["shared"] = shared_micro_batches(rows, max_tokens, device)
+    num_tokens = float(sum(len(r.completion_ids) for r in rows))
     results = {}
     for name, fn in LOSSES.items():
         model.zero_grad(set_to_none=True)
-        loss = fn(model, t, chunk, num_tokens)
+        loss = sum(fn(model, t, chunk, num_tokens) for t in micro[name])
         loss.backward()
         grad = torch.cat([p.grad.reshape(-1).double() for p in model.parameters()])
-        results[name] = (loss.item(), grad)
+        results[name] = (float(loss.detach()), grad)
     model.zero_grad(set_to_none=True)
-    (l_plain, g_plain), (l_proj, g_proj) = results["plain"], results["project"]
-    grad_err = float((g_plain - g_proj).abs().max() / g_plain.abs().max().clamp(min=1e-30))
-    report = {"loss_plain": l_plain, "loss_project": l_proj, "grad_max_rel_diff": grad_err}
-    if strict and (abs(l_plain - l_proj) > 1e-9 * max(1.0, abs(l_plain)) or grad_err > 1e-9):
-        raise SystemExit(f"the two paths disagree: {report}")
+    (l_plain, g_plain), (l_proj, g_proj), (l_shared, g_shared) = (results[k] for k in ("plain", "project", "shared"))
+    scale = g_plain.abs().max().clamp(min=1e-30)
+    grad_err = float((g_plain - g_proj).abs().max() / scale)
+    shared_err = float((g_shared - g_proj).abs().max() / scale)
+    report = {
+        "loss_plain": l_plain,
+        "loss_project": l_proj,
+        "loss_shared": l_shared,
+        "grad_max_rel_diff": grad_err,
+        "shared_grad_max_rel_diff": shared_err,
+    }
+    if strict and (abs(l_plain - l_proj) > 1e-9 * max(1.0, abs(l_plain)) or grad_err > 1e-9 or shared_err > 1e-6):
+        raise SystemExit(f"the paths disagree: {report}")
     return report
 
 
@@ -238,7 +285,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"model: Llama {shape}, tied embeddings: {params:,} parameters ({params / 1e9:.3f} B); "
         f"batch {rows} x {seq_len} tokens ({comp_len} completion), chunk {args.chunk}"
     )
-    data = fill_old_logprobs(model, make_rows(shape["vocab_size"], rows, seq_len, comp_len, seed=0), device, args.chunk)
+    rows_in = make_rows(shape["vocab_size"], rows, seq_len, comp_len, seed=0, group_size=args.group_size)
+    data = fill_old_logprobs(model, rows_in, device, args.chunk)
     result: dict[str, Any] = {
         "device": str(device),
         "dtype": str(dtype),
@@ -250,13 +298,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "chunk": args.chunk,
         "runs": [],
     }
-    result["agreement"] = check_paths_agree(model, to_tensors(data[:2], device), args.chunk, strict=args.tiny)
+    result["agreement"] = check_paths_agree(model, data[:2], args.chunk, args.max_tokens, strict=args.tiny)
     print(f"agreement on one micro-batch: {result['agreement']}")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-6, fused=device.type == "cuda")
     for micro_rows in args.micro_rows if not args.tiny else [2]:
-        micro = [to_tensors(data[i : i + micro_rows], device) for i in range(0, rows, micro_rows)]
-        for name in ("plain", "project"):
-            entry: dict[str, Any] = {"path": name, "micro_rows": micro_rows}
+        per_sample = [to_tensors(data[i : i + micro_rows], device) for i in range(0, rows, micro_rows)]
+        for name in ("plain", "project", "shared"):
+            if name == "shared" and micro_rows != (args.micro_rows[0] if not args.tiny else 2):
+                continue  # micro-batches by tokens: one run
+            micro = shared_micro_batches(data, args.max_tokens, device) if name == "shared" else per_sample
+            entry: dict[str, Any] = {"path": name, "micro_rows": micro_rows if name != "shared" else 0}
             try:
                 entry |= time_path(
                     model,
@@ -283,7 +334,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def format_entry(e: dict[str, Any]) -> str:
-    head = f"  {e['path']:<8} micro-batch {e['micro_rows']:>2} rows: "
+    rows = f"micro-batch {e['micro_rows']:>2} rows" if e["micro_rows"] else "micro-batches by tokens"
+    head = f"  {e['path']:<8} {rows}: "
     if e.get("oom"):
         return head + "OOM"
     mem = "" if math.isnan(e["peak_gib"]) else f", peak {e['peak_gib']:.1f} GiB"
@@ -300,6 +352,8 @@ def main() -> None:
     ap.add_argument("--micro-rows", type=int, nargs="+", default=[16, 4], help="rows per forward/backward to try")
     # learner.logprob_chunk_tokens default (conf/config.py is not imported: hydra may be absent there)
     ap.add_argument("--chunk", type=int, default=256, help="learner.logprob_chunk_tokens")
+    ap.add_argument("--group-size", type=int, default=16, help="rows sharing a prompt")
+    ap.add_argument("--max-tokens", type=int, default=16384, help="learner.max_tokens_per_micro_batch (shared)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--out", default="", help="also write the results as JSON here")

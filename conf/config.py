@@ -230,6 +230,16 @@ class LearnerConfig:
     # (gradient accumulation covers the whole batch, as in the paper). Activation memory grows
     # with it: ~2 GiB per 1k-token sequence for a 135M model in float32 without checkpointing.
     micro_batch_size: int = 1
+    # Samples sharing a token prefix (a group's prompt) forward it once per micro-batch, its keys
+    # and values serving each sample (learner/shared_prefix.py); false = every sample on its own.
+    shared_prefix: bool = True
+    # Shared-prefix path: distinct tokens (each prefix counted once) per micro-batch on one rank;
+    # micro_batch_size then does not apply. Activation memory grows with it: 2048 cost 1.6x the
+    # per-sample peak at micro_batch_size 1 on the default job's shapes, 4096 2.3x (docs/learner.md).
+    max_tokens_per_micro_batch: int = 2048
+    # Write the first RL step's training samples (token ids, logprobs, advantages) to this file,
+    # JSON lines, for bench/learner.py; empty = none.
+    record_batch: str = ""
     # PPO clip range for the ratio: clip(rho, 1 - clip_eps, 1 + clip_eps); the default of the two
     # ranges below.
     clip_eps: float = 0.2
@@ -534,6 +544,7 @@ def validate(cfg: TrainConfig) -> None:
         "reward.batch_size",
         "learner.num_ranks",
         "learner.micro_batch_size",
+        "learner.max_tokens_per_micro_batch",
         "rollout.max_new_tokens",
         "trainer.checkpoint_every",
         "trainer.keep_checkpoints",

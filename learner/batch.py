@@ -6,16 +6,26 @@ micro-batches then hold neighbours in length, which cuts padding. `padding_stats
 the padded fraction of the batch with this order and with the original order, so the saving is
 measured, not assumed.
 
+Shared prefixes (`learner.shared_prefix`, the default): samples that share a token prefix are
+grouped into segments and micro-batches are filled by distinct tokens up to
+`learner.max_tokens_per_micro_batch` (learner/segments.py); each micro-batch then carries its
+segments' spans, and the learner computes each prefix once (learner/shared_prefix.py).
+`micro_batch_size` applies to the per-sample path only.
+
 The loss normalisers (`num_seqs`, `num_tokens`) are those of the whole step's batch and travel
 with every rank's share: the update then does not depend on how the batch is split.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
+
+from learner import segments as seg
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,17 @@ class TrainSample:
         return float(len(self.completion_ids)) if self.loss_mask is None else float(sum(self.mask()))
 
 
+def save_samples(path: str | Path, samples: Sequence[TrainSample]) -> None:
+    """A step's samples as JSON lines (`trainer.record_batch`; bench/learner.py reads them)."""
+    with open(path, "w") as f:
+        for s in samples:
+            f.write(json.dumps(asdict(s)) + "\n")
+
+
+def load_samples(path: str | Path) -> list[TrainSample]:
+    return [TrainSample(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
 @dataclass
 class MicroBatch:
     input_ids: np.ndarray  # [b, L] int64, prompt + completion, right-padded
@@ -55,6 +76,9 @@ class MicroBatch:
     completion_mask: np.ndarray  # [b, T] float32, 1 = a completion token the loss sees (TrainSample.loss_mask)
     logprobs_old: np.ndarray  # [b, T] float32; NaN where the learner's own logprobs stand in
     advantages: np.ndarray  # [b] float32
+    # [s, 3] int64 (first row, rows, prefix length) of each shared-prefix segment, covering the
+    # rows in order; None: the per-sample path (learner/shared_prefix.py).
+    segments: np.ndarray | None = None
 
 
 @dataclass
@@ -108,18 +132,40 @@ def snake_order(lengths: Sequence[int], num_ranks: int) -> list[list[int]]:
     return ranks
 
 
-def _dummy(pad_id: int) -> MicroBatch:
+def _dummy(pad_id: int, shared: bool) -> MicroBatch:
     """A micro-batch with no completion token: zero loss, zero gradient, negligible cost. It
     keeps every rank at the same number of backward passes."""
-    return collate([TrainSample([pad_id, pad_id], [], None, 0.0)], pad_id)
+    mb = collate([TrainSample([pad_id, pad_id], [], None, 0.0)], pad_id)
+    if shared:
+        mb.segments = np.array([[0, 1, 1]], dtype=np.int64)
+    return mb
+
+
+def collate_segments(samples: Sequence[TrainSample], segments: Sequence[seg.Segment], pad_id: int) -> MicroBatch:
+    """The rows of `segments`, segment by segment, with their spans."""
+    mb = collate([samples[i] for s in segments for i in s.rows], pad_id)
+    spans, first = [], 0
+    for s in segments:
+        spans.append((first, len(s.rows), s.prefix_len))
+        first += len(s.rows)
+    mb.segments = np.array(spans, dtype=np.int64)
+    return mb
 
 
 def shard(
-    samples: Sequence[TrainSample], *, num_ranks: int, micro_batch_size: int, pad_id: int, drop_zero_advantage: bool
+    samples: Sequence[TrainSample],
+    *,
+    num_ranks: int,
+    micro_batch_size: int,
+    pad_id: int,
+    drop_zero_advantage: bool,
+    max_tokens_per_micro_batch: int | None = None,
 ) -> tuple[list[RankBatch], dict[str, float]]:
-    """Split a step's samples over ranks into micro-batches of at most `micro_batch_size`; every
-    rank gets the same number of micro-batches (at least one), since each backward pass is a
-    collective under ZeRO-2/3. Returns the rank batches and their padding statistics.
+    """Split a step's samples over ranks into micro-batches; every rank gets the same number of
+    micro-batches (at least one), since each backward pass is a collective under ZeRO-2/3.
+    Returns the rank batches and their padding statistics. Micro-batches hold at most
+    `micro_batch_size` samples, or, with `max_tokens_per_micro_batch` (the shared-prefix path),
+    whole shared-prefix segments up to that many distinct tokens (learner/segments.py).
 
     With `drop_zero_advantage` (exact only without a KL term: such a row's loss and gradient
     are then exactly zero), rows whose advantage is 0, e.g. every row of a zero-signal group,
@@ -129,6 +175,8 @@ def shard(
     num_tokens = float(sum(s.loss_tokens for s in samples))
     num_seqs = float(sum(1 for s in samples if s.loss_tokens > 0))
     keep = [s for s in samples if not (drop_zero_advantage and s.advantage == 0.0)]
+    if max_tokens_per_micro_batch is not None:
+        return _shard_shared(keep, num_ranks, pad_id, max_tokens_per_micro_batch, num_seqs, num_tokens)
     lengths = [len(s.prompt_ids) + len(s.completion_ids) for s in keep]
     per_rank = snake_order(lengths, num_ranks)
     micro_batches = max(1, max(-(-len(idx) // micro_batch_size) for idx in per_rank))
@@ -136,9 +184,25 @@ def shard(
     for idx in per_rank:
         chunks = [idx[j : j + micro_batch_size] for j in range(0, len(idx), micro_batch_size)]
         micro = [collate([keep[i] for i in c], pad_id) for c in chunks]
-        micro += [_dummy(pad_id) for _ in range(micro_batches - len(micro))]
+        micro += [_dummy(pad_id, shared=False) for _ in range(micro_batches - len(micro))]
         batches.append(RankBatch(micro, num_seqs=num_seqs, num_tokens=num_tokens))
     return batches, padding_stats(batches, keep, micro_batch_size)
+
+
+def _shard_shared(
+    keep: Sequence[TrainSample], num_ranks: int, pad_id: int, max_tokens: int, num_seqs: float, num_tokens: float
+) -> tuple[list[RankBatch], dict[str, float]]:
+    seqs = [s.prompt_ids + s.completion_ids for s in keep]
+    if any(len(q) < 2 for q in seqs):
+        raise ValueError("a sample of fewer than 2 tokens (prompt + completion)")
+    per_rank = seg.plan([s.prompt_ids for s in keep], seqs, num_ranks=num_ranks, max_tokens=max_tokens)
+    micro_batches = max(1, max(len(m) for m in per_rank))
+    batches = []
+    for rank in per_rank:
+        micro = [collate_segments(keep, segs, pad_id) for segs in rank]
+        micro += [_dummy(pad_id, shared=True) for _ in range(micro_batches - len(micro))]
+        batches.append(RankBatch(micro, num_seqs=num_seqs, num_tokens=num_tokens))
+    return batches, padding_stats(batches, keep, 1)
 
 
 def padding_stats(

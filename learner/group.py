@@ -25,7 +25,7 @@ from conf.config import LearnerConfig, RolloutConfig
 from conf.errors import UserError
 from conf.logs import actor_env
 from conf.runtime import Runtime
-from learner.batch import RankBatch, TrainSample, shard
+from learner.batch import RankBatch, TrainSample, save_samples, shard
 from learner.objectives.losses import LOSSES
 from learner.objectives.overlong import keep_untruncated
 from learner.transport import Shipment, WeightTransport
@@ -97,6 +97,7 @@ class LearnerGroup:
         ]
         host, port = self._get(self.workers[0].reserve_port.remote())
         self.info = self._all("setup", host, port)
+        self._recorded = False  # learner.record_batch written
 
     def _get(self, refs: Any) -> Any:
         return ray.get(refs, timeout=self.timeout_s)
@@ -108,12 +109,15 @@ class LearnerGroup:
         self, samples: Sequence[TrainSample], drop_zero_advantage: bool
     ) -> tuple[list[RankBatch], dict[str, float]]:
         """The step's samples as every rank's micro-batches, and their padding statistics."""
+        # Every rank reports whether the shared-prefix path serves its model (setup's info).
+        shared = all(info["shared_prefix"] for info in self.info)
         return shard(
             samples,
             num_ranks=self.cfg.num_ranks,
             micro_batch_size=self.cfg.micro_batch_size,
             pad_id=self.pad_id,
             drop_zero_advantage=drop_zero_advantage,
+            max_tokens_per_micro_batch=self.cfg.max_tokens_per_micro_batch if shared else None,
         )
 
     def train(self, samples: Sequence[TrainSample], wait: Wait | None = None) -> dict[str, float]:
@@ -121,6 +125,9 @@ class LearnerGroup:
         advantage is 0 are not sent through the model when that is exact (no KL term). Returns
         the loss statistics and the padding statistics. With `learner.overlong=filter` the
         samples cut at the generation limit are left out (learner/objectives/overlong.py)."""
+        if self.cfg.record_batch and not self._recorded:  # the first RL step's, for bench/learner.py
+            save_samples(self.cfg.record_batch, samples)
+            self._recorded = True
         kept = keep_untruncated(samples) if self.cfg.overlong == "filter" else list(samples)
         batches, pad_stats = self.shard(kept, drop_zero_advantage=self.cfg.kl_coef == 0)
         refs = [w.train_step.remote(b) for w, b in zip(self.workers, batches, strict=True)]

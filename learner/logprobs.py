@@ -86,21 +86,40 @@ def completion_logprobs(
     that the caller's mask removes (they point at padding).
     """
     decoder = model.get_decoder()
-    lm_head = model.get_output_embeddings()
     # use_cache=False: otherwise the decoder builds a KV cache (every layer's keys and values)
     # that nothing reads, which under no_grad (reference and old-policy passes) is pure waste.
     hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state  # [B, L, H]
+    targets, source_pos = completion_targets(input_ids, prompt_lens, completion_len)
+    picked_hidden = hidden.gather(1, source_pos.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))  # [B, T, H]
+    return chunked_token_logprobs(
+        model.get_output_embeddings(), picked_hidden, targets, temperature, chunk_tokens, with_entropy
+    )
+
+
+def completion_targets(
+    input_ids: torch.Tensor, prompt_lens: torch.Tensor, completion_len: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(completion token ids [B, T], position of the hidden state predicting each [B, T])."""
     seq_len = input_ids.shape[1]
     steps = torch.arange(completion_len, device=input_ids.device)  # [T]
     # Token j of the completion sits at prompt_len + j and is predicted from the position before.
     target_pos = (prompt_lens[:, None] + steps[None, :]).clamp(max=seq_len - 1)  # [B, T]
-    source_pos = target_pos - 1
-    targets = input_ids.gather(1, target_pos)  # [B, T]
-    picked_hidden = hidden.gather(1, source_pos.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))  # [B, T, H]
+    return input_ids.gather(1, target_pos), target_pos - 1
 
+
+def chunked_token_logprobs(
+    lm_head: torch.nn.Module,
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float,
+    chunk_tokens: int,
+    with_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """hidden [B, T, H] -> (logprob of targets [B, T], entropy [B, T]), `chunk_tokens` positions
+    of logits at a time (each chunk recomputed in the backward when gradients are on)."""
     outs, ents = [], []
-    for start in range(0, completion_len, chunk_tokens):
-        h = picked_hidden[:, start : start + chunk_tokens]
+    for start in range(0, targets.shape[1], chunk_tokens):
+        h = hidden[:, start : start + chunk_tokens]
         y = targets[:, start : start + chunk_tokens]
         if torch.is_grad_enabled():
             lp, ent = checkpoint(_chunk_logprobs, lm_head, h, y, temperature, with_entropy, use_reentrant=False)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -53,9 +54,12 @@ from learner.logprobs import completion_logprobs
 from learner.objectives import mismatch
 from learner.objectives.losses import LossInputs, PolicyLoss
 from learner.rng import rng_states, set_rng_states
+from learner.shared_prefix import SegmentSpan, shared_prefix_logprobs, unsupported_reason
 from learner.transport import Shipment, TransportCache, WeightTransport
 from learner.transport.buckets import Bucket, pack, plan_buckets
 from learner.transport.collective import listen_socket, make_store, node_host
+
+log = logging.getLogger(__name__)
 
 _STATE_TAG = "deepspeed"  # save_state's sub-directory for DeepSpeed's files (a fixed name, no "latest" file)
 _STATE_META = "learner_state.json"
@@ -108,6 +112,87 @@ def lr_at(cfg: LearnerConfig, update: int) -> float:
     return cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps)
 
 
+def logprobs_of(
+    lm: torch.nn.Module,
+    t: dict[str, Any],
+    *,
+    completion_len: int,
+    temperature: float,
+    chunk_tokens: int,
+    with_entropy: bool = False,
+    min_segments: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A micro-batch's completion logprobs and entropy [b, T] under `lm`: each shared prefix
+    computed once where the micro-batch has segments (learner/shared_prefix.py), else per sample."""
+    if t["segments"] is None:
+        return completion_logprobs(
+            lm,
+            t["input_ids"],
+            t["attention_mask"],
+            t["prompt_lens"],
+            completion_len,
+            temperature=temperature,
+            chunk_tokens=chunk_tokens,
+            with_entropy=with_entropy,
+        )
+    return shared_prefix_logprobs(
+        lm,
+        t["input_ids"],
+        t["attention_mask"],
+        t["prompt_lens"],
+        t["segments"],
+        completion_len,
+        temperature=temperature,
+        chunk_tokens=chunk_tokens,
+        with_entropy=with_entropy,
+        min_segments=min_segments,
+    )
+
+
+def loss_inputs(
+    cfg: LearnerConfig,
+    logprobs: torch.Tensor,
+    t: dict[str, Any],
+    ref: torch.Tensor | None,
+    *,
+    num_seqs: float,
+    num_tokens: float,
+    max_new_tokens: int,
+) -> LossInputs:
+    """What the policy loss reads of one micro-batch, given the policy's logprobs [b, T]."""
+    engine = t["logprobs_old"]  # the engine's sampling logprobs; NaN where unknown (oracle answers)
+    # NaN marks samples without engine logprobs: their behaviour policy is this one. With
+    # TIS the ratio is against the learner's own, the engine's entering through the weight.
+    learner_old = logprobs.detach()
+    old = learner_old if cfg.tis_cap else torch.where(torch.isnan(engine), learner_old, engine)
+    tis = mismatch.tis_log_weights(learner_old, engine) if cfg.tis_cap else None
+    return LossInputs(
+        logprobs,
+        old,
+        ref,
+        t["advantages"],
+        t["completion_mask"],
+        num_seqs=num_seqs,
+        num_tokens=num_tokens,
+        max_new_tokens=max_new_tokens,
+        tis_log_weights=tis,
+    )
+
+
+def micro_batch_tensors(mb: MicroBatch, device: torch.device | str) -> dict[str, Any]:
+    """A micro-batch's arrays as tensors on `device`; its segment spans as a list of tuples."""
+    # torch.tensor copies: arrays from the object store are read-only views of shared memory.
+    t: dict[str, Any] = {
+        k: torch.tensor(getattr(mb, k), device=device)
+        for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")
+    }
+    segments: list[SegmentSpan] | None = None
+    if mb.segments is not None:
+        segments = [(int(a), int(b), int(c)) for a, b, c in mb.segments]
+    t["segments"] = segments
+    return t
+
+
 class _PolicyLogprobs(torch.nn.Module):
     """The policy as DeepSpeed holds it: `lm` is the Hugging Face model, and forward returns
     completion logprobs (and entropy) without materialising full logits (learner/logprobs.py)."""
@@ -118,24 +203,22 @@ class _PolicyLogprobs(torch.nn.Module):
 
     def forward(
         self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        prompt_lens: torch.Tensor,
+        t: dict[str, Any],
         *,
         completion_len: int,
         temperature: float,
         chunk_tokens: int,
         with_entropy: bool,
+        min_segments: int,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return completion_logprobs(
+        return logprobs_of(
             self.lm,
-            input_ids,
-            attention_mask,
-            prompt_lens,
-            completion_len,
+            t,
+            completion_len=completion_len,
             temperature=temperature,
             chunk_tokens=chunk_tokens,
             with_entropy=with_entropy,
+            min_segments=min_segments,
         )
 
 
@@ -220,6 +303,7 @@ class LearnerWorker:
         model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
         if self.cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.shared_prefix = self._shared_prefix_supported(model)
         self.engine, *_ = deepspeed.initialize(
             model=_PolicyLogprobs(model), model_parameters=model.parameters(), config=config
         )
@@ -232,7 +316,17 @@ class LearnerWorker:
             "params_local": sum(_local_numel(p) for p in model.parameters()),
             "reference": self.ref is not None,
             "reference_params_local": sum(_local_numel(p) for p in ref_params),
+            "shared_prefix": self.shared_prefix,
         }
+
+    def _shared_prefix_supported(self, model: torch.nn.Module) -> bool:
+        """learner.shared_prefix where the model supports it; else one log line and per sample."""
+        if not self.cfg.shared_prefix:
+            return False
+        reason = unsupported_reason(model)
+        if reason is not None and self.rank == 0:
+            log.warning("learner.shared_prefix: falling back to per-sample forwards: %s", reason)
+        return reason is None
 
     def _zero3_init_context(self, config: dict[str, Any]) -> Any:
         if self.cfg.zero_stage != 3:
@@ -267,35 +361,36 @@ class LearnerWorker:
 
     # -- training -------------------------------------------------------------------------
 
-    def _tensors(self, mb: MicroBatch) -> dict[str, torch.Tensor]:
-        device = self.engine.device
-        # torch.tensor copies: arrays from the object store are read-only views of shared memory.
-        return {
-            k: torch.tensor(getattr(mb, k), device=device)
-            for k in ("input_ids", "attention_mask", "prompt_lens", "completion_mask", "logprobs_old", "advantages")
-        }
+    def _tensors(self, mb: MicroBatch) -> dict[str, Any]:
+        if mb.segments is not None and not self.shared_prefix:
+            raise ValueError("a shared-prefix micro-batch for a rank without learner.shared_prefix")
+        return micro_batch_tensors(mb, self.engine.device)
 
-    def _width(self, t: dict[str, torch.Tensor]) -> int:
-        """Completion positions to project. Under ZeRO-3 every call of the LM head is a collective
-        (it gathers the head's shards), so every rank must make the same number of calls: all
-        use the widest micro-batch's width among the ranks (the extra positions are masked)."""
-        width = t["completion_mask"].shape[1]
+    def _rank_max(self, value: int) -> int:
+        """The largest `value` among the ranks under multi-rank ZeRO-3, else `value`. Every module
+        call gathers its shards there (a collective), so the ranks must agree on call counts."""
         if self.cfg.zero_stage != 3 or self.world_size == 1:
-            return width
-        w = torch.tensor([width], device=self.engine.device)
+            return value
+        w = torch.tensor([value], device=self.engine.device)
         torch.distributed.all_reduce(w, op=torch.distributed.ReduceOp.MAX)
         return int(w.item())
 
+    def _calls(self, t: dict[str, Any]) -> tuple[int, int]:
+        """Completion positions to project (every LM-head chunk is a call: all ranks use the
+        widest micro-batch's width, the extra positions masked) and segments to run (two
+        decoder calls each: ranks with fewer run empty ones)."""
+        width = self._rank_max(t["completion_mask"].shape[1])
+        return width, self._rank_max(len(t["segments"])) if t["segments"] is not None else 0
+
     def _policy_logprobs(
-        self, t: dict[str, torch.Tensor], temperature: float, with_entropy: bool = False
+        self, t: dict[str, Any], temperature: float, with_entropy: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """[b, T] logprobs and entropy of the micro-batch's completion tokens under the policy."""
-        width = self._width(t)
+        completion_len, min_segments = self._calls(t)
         lp, ent = self.engine(
-            t["input_ids"],
-            t["attention_mask"],
-            t["prompt_lens"],
-            completion_len=width,
+            t,
+            completion_len=completion_len,
+            min_segments=min_segments,
             temperature=temperature,
             chunk_tokens=self.cfg.logprob_chunk_tokens,
             with_entropy=with_entropy,
@@ -304,14 +399,14 @@ class LearnerWorker:
         return lp[:, :n], ent[:, :n]
 
     @torch.no_grad()
-    def _ref_logprobs(self, t: dict[str, torch.Tensor], temperature: float) -> torch.Tensor:
+    def _ref_logprobs(self, t: dict[str, Any], temperature: float) -> torch.Tensor:
         assert self.ref is not None
-        lp, _ = completion_logprobs(
+        completion_len, min_segments = self._calls(t)
+        lp, _ = logprobs_of(
             self.ref,
-            t["input_ids"],
-            t["attention_mask"],
-            t["prompt_lens"],
-            self._width(t),
+            t,
+            completion_len=completion_len,
+            min_segments=min_segments,
             temperature=temperature,
             chunk_tokens=self.cfg.logprob_chunk_tokens,
         )
@@ -345,28 +440,20 @@ class LearnerWorker:
         for mb in batch.micro_batches:
             t = self._tensors(mb)
             logprobs, entropy = self._policy_logprobs(t, self.temperature, with_entropy=True)
-            engine = t["logprobs_old"]  # the engine's sampling logprobs; NaN where unknown (oracle answers)
             # One update per step: these logprobs are the learner's before it (learner/objectives/mismatch.py).
-            diff_sum, diff_n, diff_max = mismatch.logprob_diff(logprobs, engine, t["completion_mask"])
+            diff_sum, diff_n, diff_max = mismatch.logprob_diff(logprobs, t["logprobs_old"], t["completion_mask"])
             sums["logprob_diff_sum"] += float(diff_sum)
             sums["logprob_diff_tokens"] += float(diff_n)
             sums["logprob_diff_max"] = max(sums["logprob_diff_max"], float(diff_max))
-            # NaN marks samples without engine logprobs: their behaviour policy is this one. With
-            # TIS the ratio is against the learner's own, the engine's entering through the weight.
-            learner_old = logprobs.detach()
-            old = learner_old if self.cfg.tis_cap else torch.where(torch.isnan(engine), learner_old, engine)
-            tis = mismatch.tis_log_weights(learner_old, engine) if self.cfg.tis_cap else None
             ref = self._ref_logprobs(t, self.temperature) if self.ref is not None else None
-            inputs = LossInputs(
+            inputs = loss_inputs(
+                self.cfg,
                 logprobs,
-                old,
+                t,
                 ref,
-                t["advantages"],
-                t["completion_mask"],
                 num_seqs=batch.num_seqs,
                 num_tokens=batch.num_tokens,
                 max_new_tokens=self.max_new_tokens,
-                tis_log_weights=tis,
             )
             loss, stats = self.loss(inputs, self.cfg)
             self._backward(loss)

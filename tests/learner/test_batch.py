@@ -95,3 +95,15 @@ def test_a_loss_mask_hides_the_tokens_between_turns_from_the_loss_and_its_normal
     assert logprobs.grad[0, 2:4].tolist() == [0.0, 0.0] and (logprobs.grad[0, [0, 1, 4]] != 0).all()
     with pytest.raises(ValueError, match="a loss mask of 2 for 5 completion tokens"):
         collate([TrainSample([1], [2, 3, 4, 5, 6], None, 0.0, loss_mask=[1, 0])], pad_id=0)
+
+
+def test_recorded_samples_load_back_equal(tmp_path):
+    """learner.record_batch's file (bench/learner.py reads it) keeps every field."""
+    from learner.batch import load_samples, save_samples
+
+    samples = [
+        TrainSample([1, 2], [3, 4], [-0.5, -0.25], 1.5, truncated=True),
+        TrainSample([1, 2], [5], None, -1.0, loss_mask=[0.0]),
+    ]
+    save_samples(tmp_path / "batch.jsonl", samples)
+    assert load_samples(tmp_path / "batch.jsonl") == samples

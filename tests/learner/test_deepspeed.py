@@ -11,7 +11,10 @@ in one micro-batch; the others split the batch over 2 ranks x 2 micro-batches. C
 - kl_coef > 0 loads a reference model (partitioned under ZeRO-3) and its KL enters the loss;
   kl_coef == 0 loads none;
 - under ZeRO-3 the weight-sync object-store path, param_digest and the Hugging Face export
-  all see the same gathered parameters.
+  all see the same gathered parameters;
+- shared-prefix micro-batches (groups sharing a prompt, split by a token budget so that the
+  ranks hold different numbers of segments) give the per-sample gradient at ZeRO 1, 2 and 3,
+  with the reference model's pass and with gradient checkpointing.
 
 Tolerances: gradients agree to 1e-5 of their largest entry (float32 round-off of different
 matmul shapes measures ~3e-7 of it; a wrong scaling by 2, the world size, would be 0.5).
@@ -59,14 +62,19 @@ def build_tiny_llama(out: Path) -> None:
     LlamaForCausalLM(cfg).save_pretrained(out)
 
 
-def make_samples(model_dir: Path, seed: int, n: int = 8) -> list[TrainSample]:
+def make_samples(model_dir: Path, seed: int, n: int = 8, groups: tuple[int, ...] = ()) -> list[TrainSample]:
     """n samples of varied lengths; half carry behaviour logprobs that differ from the model's
-    by noise (so the ratio moves and some tokens clip), half are on-policy (None)."""
+    by noise (so the ratio moves and some tokens clip), half are on-policy (None). `groups`:
+    sizes of runs of consecutive samples that share one prompt (GRPO groups)."""
     g = torch.Generator().manual_seed(seed)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    group_of = [k for k, size in enumerate(groups) for _ in range(size)]
+    prompts: dict[int, list[int]] = {}
     samples = []
     for i in range(n):
         prompt = torch.randint(3, VOCAB, (int(torch.randint(3, 10, (1,), generator=g)),), generator=g).tolist()
+        if i < len(group_of):
+            prompt = prompts.setdefault(group_of[i], prompt)
         completion = torch.randint(3, VOCAB, (int(torch.randint(2, 14, (1,), generator=g)),), generator=g).tolist()
         old = None
         if i % 2 == 0:
@@ -88,7 +96,11 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def samples(model_dir: Path) -> dict[str, list[TrainSample]]:
-    return {"a": make_samples(model_dir, seed=1), "b": make_samples(model_dir, seed=2)}
+    return {
+        "a": make_samples(model_dir, seed=1),
+        "b": make_samples(model_dir, seed=2),
+        "groups": make_samples(model_dir, seed=3, groups=(4, 3)),  # and one sample alone
+    }
 
 
 def start_group(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
@@ -102,9 +114,17 @@ def start_group(cfg: LearnerConfig, model_dir: Path):  # -> LearnerGroup
     )
 
 
-def batches_for(cfg: LearnerConfig, samples: list[TrainSample]):
+SHARED_BUDGET = 50  # distinct tokens: one rank gets the 4-sample group, the other 2 segments
+
+
+def batches_for(cfg: LearnerConfig, samples: list[TrainSample], shared: bool = False):
     return shard(
-        samples, num_ranks=cfg.num_ranks, micro_batch_size=cfg.micro_batch_size, pad_id=0, drop_zero_advantage=False
+        samples,
+        num_ranks=cfg.num_ranks,
+        micro_batch_size=cfg.micro_batch_size,
+        pad_id=0,
+        drop_zero_advantage=False,
+        max_tokens_per_micro_batch=SHARED_BUDGET if shared else None,
     )[0]
 
 
@@ -128,6 +148,15 @@ CASES: dict[str, LearnerConfig] = {
 
 
 TWO_STEPS = ("single", "single_kl", "zero3_kl")  # a second probed step, on batch "b"
+# Shared-prefix cases train on batch "groups" in shared-prefix micro-batches; the reference is
+# "single_groups" (1 rank, 1 micro-batch of all 8 samples, per sample).
+SHARED_CASES: dict[str, LearnerConfig] = {
+    "single_groups": replace(BASE, num_ranks=1, micro_batch_size=8, shared_prefix=False),
+    "zero1_shared": replace(BASE, zero_stage=1),
+    "zero2_shared": replace(BASE, zero_stage=2),
+    "zero3_shared_kl": replace(BASE, zero_stage=3, kl_coef=0.5),
+    "zero3_shared_ckpt": replace(BASE, zero_stage=3, gradient_checkpointing=True),
+}
 
 
 @pytest.fixture(scope="module")
@@ -141,10 +170,15 @@ def case(
     def run(name: str) -> dict:
         if name in done:
             return done[name]
-        cfg = CASES[name]
+        if name in SHARED_CASES:
+            cfg = SHARED_CASES[name]
+            batches = batches_for(cfg, samples["groups"], shared=name != "single_groups")
+        else:
+            cfg = CASES[name]
+            batches = batches_for(cfg, samples["a"])
         group = start_group(cfg, model_dir)
         try:
-            out: dict = {"info": group.info, "steps": [group.probe_step(batches_for(cfg, samples["a"]))]}
+            out: dict = {"info": group.info, "steps": [group.probe_step(batches)], "batches": batches}
             out["params"] = params_of(group)
             if name == "zero3":
                 out["digest"] = group.param_digest()
@@ -254,3 +288,23 @@ def test_token_logprobs_hand_written_backward_matches_autograd(temperature):
     logp = torch.log_softmax(logits / temperature, dim=-1)
     torch.testing.assert_close(lp, logp.gather(-1, targets[..., None])[..., 0], rtol=0, atol=1e-12)
     torch.testing.assert_close(entropy, -(logp.exp() * logp).sum(-1), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["zero1_shared", "zero2_shared", "zero3_shared_kl", "zero3_shared_ckpt"])
+def test_shared_prefix_gradient_equals_per_sample_at_every_stage(case, name):
+    ((ref_stats, ref_grad),) = case("single_groups")["steps"]
+    ((stats, grad),) = case(name)["steps"]
+    batches = case(name)["batches"]
+    # The prefixes were shared, and the ranks ran different numbers of segments (ZeRO-3 pads).
+    segments = [[len(mb.segments) for mb in b.micro_batches] for b in batches]
+    assert segments[0] != segments[1], segments
+    assert max(int(mb.segments[:, 1].max()) for b in batches for mb in b.micro_batches) >= 2
+    assert all(info["shared_prefix"] for info in case(name)["info"])
+    assert np.abs(ref_grad).max() > 1e-2
+    assert_close(grad, ref_grad, f"{name} (shared prefixes) vs 1 rank x 1 micro-batch per sample")
+    assert stats["loss"] == pytest.approx(ref_stats["loss"], rel=1e-5, abs=1e-7)
+    # The mismatch metric comes from the same (shared) forward.
+    assert stats["logprob_diff_mean"] == pytest.approx(ref_stats["logprob_diff_mean"], rel=1e-5)
+    assert stats["entropy"] == pytest.approx(ref_stats["entropy"], rel=1e-5)
+    if name.endswith("_kl"):
+        assert abs(stats["kl_ref"]) < 1e-7  # the reference's pass, shared too, equals the policy's
