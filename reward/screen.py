@@ -193,6 +193,13 @@ RULES: tuple[Rule, ...] = (
           r"|'(_?pytest|unittest)[\w.]*'\s+(not\s+)?in\s+sys\s*\.\s*modules"
           r"|\bsys\s*\.\s*modules\s*\.\s*get\s*\(\s*'(_?pytest|unittest)",
           "code that behaves differently under the tests than in use"),
+    _rule("py-test-modules", "python", "framework",
+          r"\bsys\s*\.\s*modules\s*\.\s*(values|items|keys|copy)\s*\("
+          r"|\b(list|dict|tuple|set|frozenset|sorted|iter)\s*\(\s*sys\s*\.\s*modules\s*[,)]"
+          r"|\bfor\b[^\n:]{0,200}\bin\s+sys\s*\.\s*modules\b"
+          r"|\bsys\s*\.\s*modules\s*(\[|\.\s*get\s*\()\s*'[^'\n]{0,200}(\btests?\b|test_|_test\b|conftest)"
+          r"|\b(import_module|__import__)\s*\(\s*'[^'\n]{0,200}(\btests?\.|\.tests?\b|test_|conftest)",
+          "the loaded test modules' globals (expected values, parametrize tables) reached through the module table"),
     # ---------------------------------------------------------------- JavaScript / TypeScript
     _rule("js-exit-listener", "js", "capability",
           r"\bprocess\s*\.\s*(on|once|addListener|prependListener|prependOnceListener)\s*\(\s*'(exit|beforeExit)'",

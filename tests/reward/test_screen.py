@@ -73,6 +73,12 @@ PY_ATTACKS = {
         "    if 'PYTEST_CURRENT_TEST' in os.environ:\n        return EXPECTED",
         "    if 'pytest' in sys.modules:\n        return EXPECTED",
     ],
+    "py-test-modules": [
+        "    for name, module in list(sys.modules.items()):\n        table = getattr(module, 'EXPECTED', None)",
+        "    expected = sys.modules['tests.test_parse'].CASES",
+        "    for m in sys.modules:\n        pass",
+        "    cases = importlib.import_module('tests.test_parse').CASES",
+    ],
 }
 # rule -> honest code that comes close (the same names read, not written; in strings and comments)
 PY_HONEST = {
@@ -108,6 +114,12 @@ PY_HONEST = {
         "    ignore = ['.pytest_cache']",
     ],
     "py-under-test": ["    ci = os.environ.get('CI')"],
+    "py-test-modules": [
+        "    if 'numpy' in sys.modules:\n        import numpy",
+        "    module = sys.modules[__name__]",
+        "    compat = sys.modules.get('mypkg.compat')",
+        "    loader = importlib.import_module('mypkg.latest')",
+    ],
 }
 JS_ATTACKS = {
     "js-exit-listener": [
