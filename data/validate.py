@@ -55,7 +55,7 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -70,7 +70,7 @@ from data.shards import ShardWriter, prepare_output, write_manifest
 from reward.execution.derivation import Deriver, write_records
 from reward.execution.environments import EnvSpec
 from reward.execution.pool import TestPool
-from reward.execution.runner import TestJob, run_retried
+from reward.execution.runner import TestJob, TestRun, run_retried
 from reward.execution.snapshots import Snapshots, SnapshotUnavailable
 
 log = logging.getLogger(__name__)
@@ -148,9 +148,11 @@ def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[
 
     # The before runs first: the after runs' walls follow what each took (walls.py), and a run
     # out of its wall runs once more with it doubled before it counts.
-    run = lambda jobs: pool.run(jobs, what="validation runs")  # type: ignore[attr-defined]  # noqa: E731
+    def run(what: str) -> Callable[[list[TestJob]], list[TestRun]]:
+        return lambda jobs: pool.run(jobs, what=f"validation runs {what}")  # type: ignore[attr-defined]
+
     slots = [i for i, inst in enumerate(instances) if inst.test_patch]
-    before = run_retried(run, [TestJob(instances[i], "", job_id=f"{i}/before") for i in slots])
+    before = run_retried(run("before the fix"), [TestJob(instances[i], "", job_id=f"{i}/before") for i in slots])
     took = [b.seconds if b.status == "ok" else None for b in before]
     after = [
         TestJob(instances[i], instances[i].patch, job_id=f"{i}/after{k}", baseline_s=seconds)
@@ -158,7 +160,7 @@ def validate(instances: list[Instance], pool: object, repeats: int = 2) -> list[
         for k in range(repeats)
     ]
     by_index: dict[int, list[object]] = {i: [b] for i, b in zip(slots, before, strict=True)}
-    for r in run_retried(run, after):
+    for r in run_retried(run("with the fix"), after):
         by_index[int(r.job_id.split("/")[0])].append(r)
     return [
         label(by_index[i][0], by_index[i][1:]) if i in by_index else Labels("no_test_patch")

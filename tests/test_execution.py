@@ -62,7 +62,8 @@ def test_validation_derives_the_demo_labels_and_counts_what_it_drops(tmp_path):
     for row in rows:  # the labels committed with the demo set are reproduced
         assert kept[row["instance_id"]]["FAIL_TO_PASS"] == row["FAIL_TO_PASS"]
         assert kept[row["instance_id"]]["PASS_TO_PASS"] == row["PASS_TO_PASS"]
-    assert "[tests] 9/9 validation runs" in proc.stdout + proc.stderr  # progress
+    shown = proc.stdout + proc.stderr  # progress: the before runs, then the after runs (2 each)
+    assert "[tests] 3/3 validation runs before the fix" in shown and "[tests] 6/6 validation runs with the fix" in shown
 
 
 def test_the_harness_writes_a_swebench_style_report(tmp_path):
