@@ -154,8 +154,8 @@ SHARED_CASES: dict[str, LearnerConfig] = {
     "single_groups": replace(BASE, num_ranks=1, micro_batch_size=8, shared_prefix=False),
     "zero1_shared": replace(BASE, zero_stage=1),
     "zero2_shared": replace(BASE, zero_stage=2),
-    "zero3_shared_kl": replace(BASE, zero_stage=3, kl_coef=0.5),
-    "zero3_shared_ckpt": replace(BASE, zero_stage=3, gradient_checkpointing=True),
+    # The reference model's pass and gradient checkpointing in one group (a group costs ~6 s).
+    "zero3_shared_kl_ckpt": replace(BASE, zero_stage=3, kl_coef=0.5, gradient_checkpointing=True),
 }
 
 
@@ -290,7 +290,7 @@ def test_token_logprobs_hand_written_backward_matches_autograd(temperature):
     torch.testing.assert_close(entropy, -(logp.exp() * logp).sum(-1), rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["zero1_shared", "zero2_shared", "zero3_shared_kl", "zero3_shared_ckpt"])
+@pytest.mark.parametrize("name", ["zero1_shared", "zero2_shared", "zero3_shared_kl_ckpt"])
 def test_shared_prefix_gradient_equals_per_sample_at_every_stage(case, name):
     ((ref_stats, ref_grad),) = case("single_groups")["steps"]
     ((stats, grad),) = case(name)["steps"]
@@ -306,5 +306,5 @@ def test_shared_prefix_gradient_equals_per_sample_at_every_stage(case, name):
     # The mismatch metric comes from the same (shared) forward.
     assert stats["logprob_diff_mean"] == pytest.approx(ref_stats["logprob_diff_mean"], rel=1e-5)
     assert stats["entropy"] == pytest.approx(ref_stats["entropy"], rel=1e-5)
-    if name.endswith("_kl"):
+    if "_kl" in name:
         assert abs(stats["kl_ref"]) < 1e-7  # the reference's pass, shared too, equals the policy's
